@@ -1,0 +1,37 @@
+import { connectionEnv } from '../sdk/config';
+import { env, readEnv, type EnvValues } from '../sdk/env';
+
+const CIDR = /^[0-9a-fA-F:.]+\/\d{1,3}$/;
+
+/** Every variable the audit API reads, validated once at start (`loadAuditConfig`). */
+export const auditEnv = {
+  ...connectionEnv,
+  AUDIT_API_PORT: env.int({ min: 1, max: 65535, default: 8080, doc: 'HTTP port of the audit API.' }),
+  AUDIT_JWT_SECRET: env.secret({ minLength: 32, doc: 'HS256 key that verifies operator tokens.' }),
+  AUDIT_JWT_ISSUER: env.string({ default: 'feromonios', doc: 'Required `iss` of operator tokens.' }),
+  AUDIT_JWT_AUDIENCE: env.string({ default: 'feromonios-audit', doc: 'Required `aud` of operator tokens.' }),
+  AUDIT_OPERATOR_ROLES: env.list({
+    default: ['operador', 'admin'],
+    form: 'a comma-separated list of role names',
+    item: /^[\w.-]+$/,
+    doc: 'Roles (claim `papel` or `roles`) allowed on the operator routes.',
+  }),
+  AUDIT_ALLOWED_CIDRS: env.list({
+    default: ['127.0.0.1/32', '::1/128'],
+    form: 'a comma-separated list of CIDRs',
+    item: CIDR,
+    doc: 'Client addresses allowed on the operator routes.',
+  }),
+  AUDIT_TRUSTED_PROXY: env.list({
+    default: [],
+    form: 'a comma-separated list of CIDRs',
+    item: CIDR,
+    doc: 'Proxies whose X-Forwarded-For is believed (empty: none).',
+  }),
+  AUDIT_RATE_LIMIT_PER_MINUTE: env.int({ min: 1, default: 600, doc: 'Requests per minute per client address.' }),
+};
+
+export type AuditConfig = EnvValues<typeof auditEnv>;
+
+export const loadAuditConfig = (source: Record<string, string | undefined> = process.env): AuditConfig =>
+  readEnv(auditEnv, source);

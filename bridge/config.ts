@@ -1,0 +1,51 @@
+import { connectionEnv } from '../sdk/config';
+import { env, readEnv, type EnvValues } from '../sdk/env';
+
+/** Every variable the bridge reads, validated once at start (`loadBridgeConfig`). */
+export const bridgeEnv = {
+  ...connectionEnv,
+  BRIDGE_PORT: env.int({ min: 1, max: 65535, default: 9464, doc: 'HTTP port of /health, /ready and /metrics.' }),
+  BRIDGE_GROUP_ID: env.string({ default: 'feromonios-bridge', doc: 'Consumer group shared by every bridge instance.' }),
+  BRIDGE_REDACTION_KEY: env.secret({
+    minLength: 32,
+    doc: 'HMAC key for redacted texts; the bridge refuses to start without it. Keep it secret and stable.',
+  }),
+  BRIDGE_BATCH_SIZE: env.int({ min: 1, max: 5000, default: 500, doc: 'Most events inserted per transaction.' }),
+  BRIDGE_FLUSH_INTERVAL_MS: env.int({
+    min: 1,
+    max: 60000,
+    default: 200,
+    unit: 'milliseconds',
+    doc: 'Longest wait to fill a batch.',
+  }),
+  BRIDGE_TOPIC_REFRESH_MS: env.int({
+    min: 500,
+    max: 600000,
+    default: 5000,
+    unit: 'milliseconds',
+    doc: 'How often new event/DLQ topics are looked for.',
+  }),
+  BRIDGE_COORDINATE_DECIMALS: env.int({
+    min: 0,
+    max: 6,
+    default: 2,
+    doc: 'Decimals kept of redacted coordinates (2 ≈ 1.1 km, the civic-unit level).',
+  }),
+  BRIDGE_MAX_PAYLOAD_BYTES: env.int({
+    min: 1024,
+    default: 1048576,
+    unit: 'bytes',
+    doc: 'Records larger than this are quarantined.',
+  }),
+  DLQ_MAX_TENTATIVAS: env.int({
+    min: 1,
+    max: 1000,
+    default: 5,
+    doc: 'Failures of one (event_id, colonia) before its DLQ row becomes failed_permanent.',
+  }),
+};
+
+export type BridgeConfig = EnvValues<typeof bridgeEnv>;
+
+export const loadBridgeConfig = (source: Record<string, string | undefined> = process.env): BridgeConfig =>
+  readEnv(bridgeEnv, source);

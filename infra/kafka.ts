@@ -1,0 +1,202 @@
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { Kafka, logLevel } from 'kafkajs';
+import { ROOT, stateDir } from './paths';
+import { isRunning, type ManagedProcess, sleep, startDetached, stopProcess, waitForLogLine } from './processes';
+import { findJava, runMaven } from './toolchain';
+
+/**
+ * Apache Kafka in KRaft mode, run from the jars Maven Central serves (no tarball, no Docker).
+ * `single` is one combined broker+controller on 127.0.0.1:9092; `cluster` is three combined
+ * nodes on 127.0.0.1:29092-29094 with replication factor 3 and min.insync.replicas=2.
+ */
+export type KafkaTopology = 'single' | 'cluster';
+
+/** Fixed KRaft cluster id (22 chars, base64url): formatting needs no extra JVM start. */
+const CLUSTER_ID = 'feromoniosKraftCluster';
+
+export interface KafkaNode extends ManagedProcess {
+  id: number;
+  topology: KafkaTopology;
+  port: number;
+  controllerPort: number;
+  dataDir: string;
+  configFile: string;
+}
+
+const LIBS_DIR = stateDir('kafka', 'libs');
+
+export function kafkaNodes(topology: KafkaTopology): KafkaNode[] {
+  const ids = topology === 'single' ? [1] : [1, 2, 3];
+  return ids.map((id) => {
+    const dir = stateDir('kafka', topology, `node-${id}`);
+    return {
+      id,
+      topology,
+      name: topology === 'single' ? 'kafka' : `kafka-${id}`,
+      port: topology === 'single' ? 9092 : 29091 + id,
+      controllerPort: topology === 'single' ? 9093 : 29191 + id,
+      dataDir: path.join(dir, 'data'),
+      configFile: path.join(dir, 'server.properties'),
+      pidFile: path.join(dir, 'kafka.pid'),
+      logFile: path.join(dir, 'kafka.log'),
+    };
+  });
+}
+
+export const brokersOf = (topology: KafkaTopology): string[] => kafkaNodes(topology).map((n) => `127.0.0.1:${n.port}`);
+
+/** Copies the broker's runtime jars (and a log4j2 binding) into .infra/kafka/libs once. */
+export function fetchKafka(): void {
+  const marker = path.join(LIBS_DIR, '.complete');
+  if (fs.existsSync(marker)) return;
+  fs.mkdirSync(LIBS_DIR, { recursive: true });
+  runMaven(path.join(ROOT, 'infra', 'maven', 'kafka'), [
+    'dependency:copy-dependencies',
+    '-DincludeScope=runtime',
+    `-DoutputDirectory=${LIBS_DIR}`,
+  ]);
+  if (!fs.readdirSync(LIBS_DIR).some((f) => f.startsWith('kafka_2.13-'))) {
+    throw new Error(`Maven finished but no kafka_2.13 jar is in ${LIBS_DIR}`);
+  }
+  fs.writeFileSync(marker, new Date().toISOString());
+}
+
+function serverProperties(node: KafkaNode, all: KafkaNode[]): string {
+  const voters = all.map((n) => `${n.id}@127.0.0.1:${n.controllerPort}`).join(',');
+  const rf = all.length;
+  const lines = [
+    'process.roles=broker,controller',
+    `node.id=${node.id}`,
+    `controller.quorum.voters=${voters}`,
+    'controller.listener.names=CONTROLLER',
+    `listeners=PLAINTEXT://127.0.0.1:${node.port},CONTROLLER://127.0.0.1:${node.controllerPort}`,
+    `advertised.listeners=PLAINTEXT://127.0.0.1:${node.port}`,
+    'listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT',
+    'inter.broker.listener.name=PLAINTEXT',
+    `log.dirs=${node.dataDir}`,
+    // Topics are created explicitly by the SDK's admin client, never by a produce or fetch.
+    'auto.create.topics.enable=false',
+    `offsets.topic.replication.factor=${rf}`,
+    `transaction.state.log.replication.factor=${rf}`,
+    `transaction.state.log.min.isr=${Math.min(2, rf)}`,
+    `share.coordinator.state.topic.replication.factor=${rf}`,
+    `default.replication.factor=${rf}`,
+    `min.insync.replicas=${Math.min(2, rf)}`,
+    'group.initial.rebalance.delay.ms=0',
+    'num.network.threads=2',
+    'num.io.threads=2',
+    'num.partitions=3',
+    'log.segment.bytes=67108864',
+    // Quick failover on loopback: a dead broker is fenced within seconds.
+    'broker.session.timeout.ms=3000',
+    'broker.heartbeat.interval.ms=500',
+  ];
+  return lines.join('\n') + '\n';
+}
+
+const LOG4J2 = `Configuration:
+  Appenders:
+    Console:
+      name: STDOUT
+      PatternLayout:
+        pattern: "[%d] %p %m (%c)%n"
+  Loggers:
+    Logger:
+      - name: kafka.request.logger
+        level: WARN
+      - name: org.apache.kafka.storage
+        level: WARN
+    Root:
+      level: INFO
+      AppenderRef:
+        - ref: STDOUT
+`;
+
+function prepareNode(node: KafkaNode, all: KafkaNode[], java: string): void {
+  fs.mkdirSync(node.dataDir, { recursive: true });
+  fs.writeFileSync(node.configFile, serverProperties(node, all));
+  fs.writeFileSync(path.join(path.dirname(node.configFile), 'log4j2.yaml'), LOG4J2);
+  if (fs.existsSync(path.join(node.dataDir, 'meta.properties'))) return;
+  runJava(java, ['kafka.tools.StorageTool', 'format', '-t', CLUSTER_ID, '-c', node.configFile, '--ignore-formatted']);
+}
+
+function runJava(java: string, args: string[]): void {
+  execFileSync(java, ['-cp', `${LIBS_DIR}/*`, ...args], { stdio: ['ignore', 'ignore', 'inherit'] });
+}
+
+function heapFor(topology: KafkaTopology): string {
+  return topology === 'single' ? '-Xmx1g' : '-Xmx512m';
+}
+
+/** Starts one node (keeping its data) and waits for `Kafka Server started`. No-op if it runs. */
+export async function startKafkaNode(node: KafkaNode, timeoutMs = 90_000): Promise<void> {
+  if (isRunning(node)) return;
+  fetchKafka();
+  const java = findJava(17);
+  const all = kafkaNodes(node.topology);
+  prepareNode(node, all, java);
+  const offset = startDetached(node, java, [
+    heapFor(node.topology),
+    '-Xms256m',
+    '-XX:+UseG1GC',
+    '-XX:TieredStopAtLevel=1',
+    `-Dlog4j2.configurationFile=${path.join(path.dirname(node.configFile), 'log4j2.yaml')}`,
+    '-cp',
+    `${LIBS_DIR}/*`,
+    'kafka.Kafka',
+    node.configFile,
+  ]);
+  await waitForLogLine(node, 'Kafka Server started', offset, timeoutMs);
+}
+
+/** Starts every node of a topology in parallel (a KRaft quorum needs a majority up to elect). */
+export async function startKafka(topology: KafkaTopology): Promise<string[]> {
+  const nodes = kafkaNodes(topology);
+  await Promise.all(nodes.map((n) => startKafkaNode(n)));
+  await waitForCluster(brokersOf(topology), nodes.length);
+  return brokersOf(topology);
+}
+
+export async function stopKafka(topology: KafkaTopology): Promise<void> {
+  await Promise.all(kafkaNodes(topology).map((n) => stopProcess(n, { graceMs: 30_000 })));
+}
+
+/** kill -9 one node (fault injection). Its data stays; `startKafkaNode` brings it back. */
+export async function killKafkaNode(node: KafkaNode): Promise<void> {
+  await stopProcess(node, { signal: 'SIGKILL' });
+}
+
+/** Deletes a topology's data (logs, metadata) after stopping it. */
+export async function resetKafka(topology: KafkaTopology): Promise<void> {
+  await stopKafka(topology);
+  fs.rmSync(stateDir('kafka', topology), { recursive: true, force: true });
+}
+
+/**
+ * Client-side readiness: the cluster reports `expectedBrokers` brokers and a controller
+ * through a real metadata request.
+ */
+export async function waitForCluster(brokers: string[], expectedBrokers: number, timeoutMs = 60_000): Promise<void> {
+  const kafka = new Kafka({ clientId: 'feromonios-infra', brokers, logLevel: logLevel.NOTHING, retry: { retries: 2 } });
+  const admin = kafka.admin();
+  const deadline = Date.now() + timeoutMs;
+  let last = 'no answer';
+  try {
+    for (;;) {
+      try {
+        await admin.connect();
+        const cluster = await admin.describeCluster();
+        if (cluster.brokers.length >= expectedBrokers && cluster.controller !== null) return;
+        last = `${cluster.brokers.length}/${expectedBrokers} brokers`;
+      } catch (err) {
+        last = (err as Error).message;
+      }
+      if (Date.now() > deadline) throw new Error(`Kafka cluster at ${brokers.join(',')} not ready: ${last}`);
+      await sleep(500);
+    }
+  } finally {
+    await admin.disconnect().catch(() => undefined);
+  }
+}

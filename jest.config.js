@@ -1,0 +1,34 @@
+/**
+ * Test tiers, each runnable alone (`npm run test:unit`, `test:int`, `test:e2e`):
+ * - unit: pure logic, no services, no global setup;
+ * - int / e2e: real Kafka, schema registry and PostgreSQL, started once per run by
+ *   test/harness/global-setup.ts (or taken from KAFKA_BROKERS / SCHEMA_REGISTRY_URL / DATABASE_URL).
+ */
+const transform = { '^.+\\.ts$': ['@swc/jest', { jsc: { target: 'es2022', parser: { syntax: 'typescript' } } }] };
+const common = { transform, testEnvironment: 'node', moduleFileExtensions: ['ts', 'js', 'json'] };
+const withServices = {
+  ...common,
+  globalSetup: '<rootDir>/test/harness/global-setup.ts',
+  globalTeardown: '<rootDir>/test/harness/global-teardown.ts',
+  testEnvironment: '<rootDir>/test/harness/leak-checking-environment.ts',
+  setupFilesAfterEnv: ['<rootDir>/test/harness/setup-file.ts'],
+};
+
+module.exports = {
+  testTimeout: 60000,
+  projects: [
+    {
+      ...common,
+      displayName: 'unit',
+      testMatch: ['<rootDir>/**/*.unit.test.ts'],
+      testPathIgnorePatterns: ['/node_modules/', '/.infra/'],
+    },
+    {
+      ...withServices,
+      displayName: 'int',
+      testMatch: ['<rootDir>/**/*.int.test.ts'],
+      testPathIgnorePatterns: ['/node_modules/', '/.infra/'],
+    },
+    { ...withServices, displayName: 'e2e', testMatch: ['<rootDir>/test/**/*.e2e.test.ts'] },
+  ],
+};

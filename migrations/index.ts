@@ -1,0 +1,65 @@
+import knexFactory, { type Knex } from 'knex';
+import pg from 'pg';
+import * as initCore from './20260808112047_init_core';
+import * as dlqUnique from './20260814154200_add_dlq_unique_event_colonia';
+
+/**
+ * The `core` schema's migrations, in order. Landed migrations are never edited: add a file
+ * named `<yyyymmddhhmmss>_<what>.ts` and append it here (the list is explicit so the
+ * migrations run the same from TypeScript sources, compiled code and tests).
+ */
+export const MIGRATIONS: ReadonlyArray<{
+  name: string;
+  module: { up(k: Knex): Promise<void>; down(k: Knex): Promise<void> };
+}> = [
+  { name: '20260808112047_init_core', module: initCore },
+  { name: '20260814154200_add_dlq_unique_event_colonia', module: dlqUnique },
+];
+
+const source: Knex.MigrationSource<(typeof MIGRATIONS)[number]> = {
+  getMigrations: () => Promise.resolve([...MIGRATIONS]),
+  getMigrationName: (m) => m.name,
+  getMigration: (m) => Promise.resolve(m.module),
+};
+
+/** Arbitrary constant key of the advisory lock that serialises concurrent migration runners. */
+const MIGRATION_LOCK_KEY = 0x6665726f; // 'fero'
+
+/**
+ * Applies every pending migration. Safe with several runners at once (bridge and audit API
+ * starting together): runners queue on a PostgreSQL advisory lock, so the second finds
+ * nothing left to do instead of failing on knex's own lock table.
+ */
+export async function migrateLatest(databaseUrl: string): Promise<string[]> {
+  return withMigrationLock(databaseUrl, async (knex) => {
+    const [, applied] = (await knex.migrate.latest()) as [number, string[]];
+    return applied;
+  });
+}
+
+/** Rolls back the latest migration (one step). */
+export async function rollbackLatest(databaseUrl: string): Promise<string[]> {
+  return withMigrationLock(databaseUrl, async (knex) => {
+    const [, rolled] = (await knex.migrate.down()) as [number, string[]];
+    return rolled;
+  });
+}
+
+async function withMigrationLock<T>(databaseUrl: string, fn: (knex: Knex) => Promise<T>): Promise<T> {
+  const lock = new pg.Client({ connectionString: databaseUrl });
+  await lock.connect();
+  const knex = knexFactory({
+    client: 'pg',
+    connection: databaseUrl,
+    pool: { min: 0, max: 2 },
+    migrations: { migrationSource: source, tableName: 'knex_migrations' },
+  });
+  try {
+    await lock.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
+    return await fn(knex);
+  } finally {
+    await lock.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]).catch(() => undefined);
+    await lock.end().catch(() => undefined);
+    await knex.destroy();
+  }
+}

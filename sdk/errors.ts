@@ -1,0 +1,159 @@
+/**
+ * Every failure the SDK, the bridge and the audit API raise is a `FeromoniosError` with a
+ * `code` from the closed list below and a `retriable` decision. Retry loops ask the error
+ * (`isRetriable(err)`), never its message.
+ */
+export const ERROR_CODES = [
+  'CONFIG_INVALID',
+  'PAYLOAD_NOT_OBJECT',
+  'INVALID_EVENT_ID',
+  'INVALID_CORRELACAO_ID',
+  'INVALID_CAUSATION_ID',
+  'INVALID_TIMESTAMP',
+  'INVALID_FIELD',
+  'UNKNOWN_TYPE',
+  'DEPRECATED_TYPE',
+  'UNKNOWN_VERSION',
+  'SCHEMA_VALIDATION',
+  'PAYLOAD_TOO_LARGE',
+  'CATALOG_INVALID',
+  'REGISTRY_UNAVAILABLE',
+  'REGISTRY_REJECTED',
+  'SCHEMA_INCOMPATIBLE',
+  'BROKER_UNAVAILABLE',
+  'WIRE_FORMAT',
+  'DATABASE_UNAVAILABLE',
+  'HANDLER_FAILED',
+  'HANDLER_TIMEOUT',
+  'CONFIRMATION_TIMEOUT',
+  'BUS_CLOSED',
+  'NOT_FOUND',
+  'BAD_REQUEST',
+  'UNAUTHORIZED',
+  'FORBIDDEN',
+  'RATE_LIMITED',
+] as const;
+
+export type ErrorCode = (typeof ERROR_CODES)[number];
+
+export class FeromoniosError extends Error {
+  override name = 'FeromoniosError';
+  readonly code: ErrorCode;
+  readonly retriable: boolean;
+
+  constructor(code: ErrorCode, message: string, options: { retriable?: boolean; cause?: unknown } = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.code = code;
+    this.retriable = options.retriable ?? false;
+  }
+}
+
+/** A bad option or environment variable; `problems` names each one. */
+export class ConfigError extends FeromoniosError {
+  override name = 'ConfigError';
+  constructor(
+    message: string,
+    readonly problems: string[],
+  ) {
+    super('CONFIG_INVALID', message);
+  }
+}
+
+/** The step of the publish validation pipeline (seed 3.3) that rejected an event. */
+export type PublishStep =
+  'payload' | 'event_id' | 'correlacao_id' | 'causation_id' | 'timestamp' | 'field' | 'registry' | 'schema' | 'size';
+
+/** An event that failed one of the publish checks; nothing of it reached Kafka. */
+export class PublishValidationError extends FeromoniosError {
+  override name = 'PublishValidationError';
+  constructor(
+    code: ErrorCode,
+    readonly step: PublishStep,
+    message: string,
+    /** Which event of a `publicarLote` call failed (0-based), when it was a batch. */
+    readonly index?: number,
+  ) {
+    super(code, message);
+  }
+}
+
+/** Ajv rejected the payload: carries the schema's registry id (when known) and Ajv's errors. */
+export class SchemaValidationError extends PublishValidationError {
+  override name = 'SchemaValidationError';
+  constructor(
+    message: string,
+    readonly tipo: string,
+    readonly versao: string,
+    readonly schemaId: number | undefined,
+    readonly phase: 'publish' | 'sink',
+    readonly errors: ReadonlyArray<{ instancePath: string; keyword: string; message?: string }>,
+  ) {
+    super('SCHEMA_VALIDATION', 'schema', message);
+  }
+}
+
+/** A schema file in `schemas/` is malformed, lacks its policy, or breaks compatibility. */
+export class CatalogError extends FeromoniosError {
+  override name = 'CatalogError';
+  constructor(
+    message: string,
+    readonly file: string,
+  ) {
+    super('CATALOG_INVALID', `${file}: ${message}`);
+  }
+}
+
+export class RegistryError extends FeromoniosError {
+  override name = 'RegistryError';
+  constructor(
+    code: 'REGISTRY_UNAVAILABLE' | 'REGISTRY_REJECTED' | 'SCHEMA_INCOMPATIBLE',
+    message: string,
+    readonly status?: number,
+    cause?: unknown,
+  ) {
+    super(code, message, { retriable: code === 'REGISTRY_UNAVAILABLE', cause });
+  }
+}
+
+export class BrokerError extends FeromoniosError {
+  override name = 'BrokerError';
+  constructor(message: string, cause?: unknown) {
+    super('BROKER_UNAVAILABLE', message, { retriable: true, cause });
+  }
+}
+
+export class WireFormatError extends FeromoniosError {
+  override name = 'WireFormatError';
+  constructor(
+    readonly reason:
+      'not-wire-format' | 'unknown-schema-id' | 'invalid-json' | 'schema-invalid' | 'too-large' | 'missing-header',
+    message: string,
+  ) {
+    super('WIRE_FORMAT', message);
+  }
+}
+
+export class DatabaseError extends FeromoniosError {
+  override name = 'DatabaseError';
+  constructor(message: string, retriable: boolean, cause?: unknown) {
+    super('DATABASE_UNAVAILABLE', message, { retriable, cause });
+  }
+}
+
+/** Registry HTTP statuses worth retrying (STYLE.md): timeouts, throttling, server errors. */
+export const isRetriableHttpStatus = (status: number): boolean =>
+  status === 408 || status === 425 || status === 429 || status >= 500;
+
+/** PostgreSQL SQLSTATEs worth retrying: serialization, deadlock, admin shutdown, starting up. */
+const RETRIABLE_PG = new Set(['40001', '40P01', '57P01', '57P03', '08000', '08003', '08006', '08001', '08004']);
+const RETRIABLE_NET = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN']);
+
+export function isRetriable(err: unknown): boolean {
+  if (err instanceof FeromoniosError) return err.retriable;
+  const e = err as { code?: unknown; retriable?: unknown; message?: unknown } | null;
+  if (!e) return false;
+  if (typeof e.code === 'string' && (RETRIABLE_PG.has(e.code) || RETRIABLE_NET.has(e.code))) return true;
+  if (typeof e.retriable === 'boolean') return e.retriable; // kafkajs errors carry this
+  // node-postgres reports a dropped socket without a code
+  return typeof e.message === 'string' && /Connection terminated|connection timeout/i.test(e.message);
+}

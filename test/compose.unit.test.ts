@@ -1,0 +1,33 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { parse } from 'yaml';
+import { auditEnv } from '../audit-api/config';
+import { bridgeEnv } from '../bridge/config';
+import { readEnv } from '../sdk/env';
+import { renderEnvFile } from '../scripts/env-example';
+
+interface ComposeService {
+  environment?: Record<string, string>;
+}
+
+const compose = parse(fs.readFileSync(path.join(__dirname, '..', 'docker-compose.redpanda.yml'), 'utf8'), {
+  merge: true,
+}) as { services: Record<string, ComposeService> };
+
+describe('docker-compose.redpanda.yml', () => {
+  it.each([
+    ['bridge', bridgeEnv],
+    ['audit-api', auditEnv],
+  ] as const)('sets for %s only variables its code reads, and they validate', (name, spec) => {
+    const env = compose.services[name]?.environment ?? {};
+    const unknown = Object.keys(env).filter((k) => !(k in spec));
+    expect(unknown).toEqual([]);
+    expect(() => readEnv(spec, env)).not.toThrow();
+  });
+});
+
+describe('.env.example', () => {
+  it('lists every variable the services read, as the specs render it', () => {
+    expect(fs.readFileSync(path.join(__dirname, '..', '.env.example'), 'utf8')).toBe(renderEnvFile());
+  });
+});
