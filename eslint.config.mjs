@@ -3,7 +3,9 @@ import jest from 'eslint-plugin-jest';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', '.infra/**', 'dist/**', 'coverage/**', '*.config.js', '*.config.mjs', 'scripts/*.js'] },
+  {
+    ignores: ['node_modules/**', '.infra/**', 'dist/**', 'coverage/**', '*.config.js', '*.config.mjs', 'scripts/*.js'],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {
