@@ -89,6 +89,9 @@ function serverProperties(node: KafkaNode, all: KafkaNode[]): string {
     'num.io.threads=2',
     'num.partitions=3',
     'log.segment.bytes=67108864',
+    // A 1 MB payload plus headers and framing exceeds the 1 MB default.
+    'message.max.bytes=2097152',
+    'replica.fetch.max.bytes=2097152',
     // Quick failover on loopback: a dead broker is fenced within seconds.
     'broker.session.timeout.ms=3000',
     'broker.heartbeat.interval.ms=500',

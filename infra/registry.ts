@@ -6,7 +6,7 @@ import { isRunning, type ManagedProcess, sleep, startDetached, stopProcess, wait
 import { findJava, runMaven } from './toolchain';
 
 /**
- * Apicurio Registry 3.x from Maven Central, in-memory (H2) storage. Code talks only to its
+ * Apicurio Registry 3.x from Maven Central, H2 storage in .infra/registry/data. Code talks only to its
  * Confluent-compatible API (`/apis/ccompat/v7`), the same API Redpanda's registry serves.
  */
 export const REGISTRY_PORT = 8081;
@@ -54,6 +54,10 @@ export async function startRegistry(timeoutMs = 120_000): Promise<string> {
       `-Dquarkus.management.port=${REGISTRY_MANAGEMENT_PORT}`,
       '-Dapicurio.storage.kind=sql',
       '-Dapicurio.storage.sql.kind=h2',
+      // On disk, so a stop/start (outage tests) keeps subjects and ids, as a real registry does.
+      `-Dapicurio.datasource.url=jdbc:h2:file:${path.join(DIR, 'data', 'registry')}`,
+      // Its default JSON compatibility checker cannot parse draft 2020-12 (Apicurio #9079).
+      '-Dapicurio.compat.json-schema.use-apitomy=true',
       '-jar',
       'quarkus-run.jar',
     ],

@@ -8,7 +8,7 @@
  *   await waitFor(() => received.length === 3);     // no fixed sleeps
  */
 import { randomBytes } from 'node:crypto';
-import { Kafka, logLevel, type Admin, type Consumer, type Producer } from 'kafkajs';
+import { Kafka, logLevel, type Admin, type Consumer, type KafkaMessage, type Producer } from 'kafkajs';
 import pg from 'pg';
 
 export interface ServiceEnv {
@@ -137,4 +137,54 @@ export function testKafka(clientId = `test-${randomSuffix()}`): {
       return a;
     },
   };
+}
+
+/**
+ * Reads `count` messages of a topic from the beginning with a throwaway consumer group
+ * (fails after `timeoutMs` naming how many arrived).
+ */
+export async function readTopic(
+  topic: string,
+  count: number,
+  { timeoutMs = 30_000 }: { timeoutMs?: number } = {},
+): Promise<KafkaMessageWithPosition[]> {
+  const kafka = new Kafka({ clientId: 'test-reader', brokers: serviceEnv().brokers, logLevel: logLevel.NOTHING });
+  const consumer = kafka.consumer({ groupId: `reader-${randomSuffix()}` });
+  const out: KafkaMessageWithPosition[] = [];
+  await consumer.connect();
+  try {
+    await consumer.subscribe({ topic, fromBeginning: true });
+    await consumer.run({
+      eachMessage: ({ message, partition }) => {
+        out.push({ ...message, partition, topic });
+        return Promise.resolve();
+      },
+    });
+    await waitFor(() => out.length >= count, {
+      timeoutMs,
+      message: `${count} messages on ${topic} (got ${out.length})`,
+    });
+    return out;
+  } finally {
+    await consumer.disconnect();
+  }
+}
+
+export type KafkaMessageWithPosition = KafkaMessage & { partition: number; topic: string };
+
+/** Total messages ever written to a topic (sum of high watermarks), 0 if it does not exist. */
+export async function topicMessageCount(topic: string): Promise<number> {
+  const admin = new Kafka({
+    clientId: 'test-count',
+    brokers: serviceEnv().brokers,
+    logLevel: logLevel.NOTHING,
+  }).admin();
+  await admin.connect();
+  try {
+    if (!(await admin.listTopics()).includes(topic)) return 0;
+    const offsets = await admin.fetchTopicOffsets(topic);
+    return offsets.reduce((n, o) => n + Number(o.high) - Number(o.low), 0);
+  } finally {
+    await admin.disconnect();
+  }
 }

@@ -1,0 +1,112 @@
+import type { KafkaMessage } from 'kafkajs';
+import { parseSchemaUrn, type SchemaCatalog, type VersaoCatalogada } from './catalog';
+import type { EventoConsultado } from './contract';
+import { SchemaValidationError, WireFormatError } from './errors';
+import type { SchemaRegistry } from './registry';
+import { MAX_PAYLOAD_BYTES, isIsoTimestamp, isUuid } from './validation';
+import { decodeValue, parseHeaders } from './wire-format';
+
+/**
+ * Turns a Kafka message in the documented format (docs/wire-format.md) — produced by the SDK
+ * or by any other client — into an `EventoConsultado`, checking everything a publisher should
+ * have: framing, schema id known to the registry and matching the `ce_type` /
+ * `ce_versaoschema` headers, JSON, size, and the payload against the schema. Each failure is a
+ * `WireFormatError` (or `SchemaValidationError`) with a reason the bridge quarantines under.
+ * Schema ids are cached: a warm decoder keeps working while the registry is unreachable.
+ */
+export class EventDecoder {
+  private readonly byId = new Map<number, VersaoCatalogada>();
+
+  constructor(
+    private readonly registry: SchemaRegistry,
+    private readonly catalog: SchemaCatalog,
+    private readonly maxPayloadBytes = MAX_PAYLOAD_BYTES,
+  ) {}
+
+  async decode(
+    message: Pick<KafkaMessage, 'value' | 'headers'>,
+    posicao?: EventoConsultado['posicao'],
+  ): Promise<EventoConsultado> {
+    if (message.value && message.value.length - 5 > this.maxPayloadBytes) {
+      throw new WireFormatError(
+        'too-large',
+        `payload of ${message.value.length - 5} bytes exceeds ${this.maxPayloadBytes}`,
+      );
+    }
+    const meta = parseHeaders(message.headers);
+    const { schemaId, payload } = decodeValue(message.value);
+    const versao = await this.versionOf(schemaId);
+    if (versao.tipo !== meta.tipo || versao.versao !== meta.versao_schema) {
+      throw new WireFormatError(
+        'unknown-schema-id',
+        `schema id ${schemaId} is ${versao.tipo}@${versao.versao} but headers say ${meta.tipo}@${meta.versao_schema}`,
+      );
+    }
+    if (
+      !isUuid(meta.event_id) ||
+      !isUuid(meta.correlacao_id) ||
+      (meta.causation_id !== null && !isUuid(meta.causation_id))
+    ) {
+      throw new WireFormatError('missing-header', 'ce_id, ce_correlacaoid and ce_causationid must be UUIDs');
+    }
+    if (!isIsoTimestamp(meta.timestamp))
+      throw new WireFormatError('missing-header', `ce_time is not ISO-8601: ${JSON.stringify(meta.timestamp)}`);
+    if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) {
+      throw new WireFormatError('schema-invalid', 'payload is not a JSON object');
+    }
+    if (!versao.validate(payload)) {
+      const errors = (versao.validate.errors ?? []).map((e) => ({
+        instancePath: e.instancePath,
+        keyword: e.keyword,
+        message: e.message,
+      }));
+      throw new SchemaValidationError(
+        `payload invalid for ${versao.tipo}@${versao.versao}: ${errors.map((e) => `${e.instancePath || '/'} ${e.message ?? e.keyword}`).join('; ')}`,
+        versao.tipo,
+        versao.versao,
+        schemaId,
+        'sink',
+        errors,
+      );
+    }
+    return {
+      sequence_number: null,
+      event_id: meta.event_id,
+      tipo: meta.tipo,
+      versao_schema: meta.versao_schema,
+      timestamp: meta.timestamp,
+      origem: meta.origem,
+      correlacao_id: meta.correlacao_id,
+      causation_id: meta.causation_id,
+      payload: payload as Record<string, unknown>,
+      criado_em: null,
+      ...(posicao ? { posicao } : {}),
+    };
+  }
+
+  /** The catalog version a registry schema id stands for (by its `$id` urn). */
+  async versionOf(schemaId: number): Promise<VersaoCatalogada> {
+    const cached = this.byId.get(schemaId);
+    if (cached) return cached;
+    let text: string;
+    try {
+      text = await this.registry.schemaById(schemaId);
+    } catch (err) {
+      if ((err as { status?: number }).status === 404)
+        throw new WireFormatError('unknown-schema-id', `schema id ${schemaId} is not in the registry`);
+      throw err; // registry unavailable: retriable, not the record's fault
+    }
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      throw new WireFormatError('unknown-schema-id', `schema id ${schemaId} is not a JSON schema`);
+    }
+    const urn = parseSchemaUrn((parsed as { $id?: unknown }).$id);
+    const versao = urn && this.catalog.versao(urn.tipo, urn.versao);
+    if (!versao)
+      throw new WireFormatError('unknown-schema-id', `schema id ${schemaId} is not a version of the catalog`);
+    this.byId.set(schemaId, versao);
+    return versao;
+  }
+}

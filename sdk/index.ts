@@ -1,0 +1,30 @@
+/**
+ * @module feromonios/sdk — the public surface colonies import. Test helpers live in
+ * `sdk/testing`, never here.
+ */
+export { EventBus } from './event-bus';
+export type { PublicarEventoDto, EventoConsultado, PosicaoKafka } from './contract';
+export { defaultEventBusOptions, type EventBusOptions, type EventBusInput } from './options';
+export {
+  ERROR_CODES,
+  FeromoniosError,
+  ConfigError,
+  PublishValidationError,
+  SchemaValidationError,
+  CatalogError,
+  RegistryError,
+  BrokerError,
+  WireFormatError,
+  DatabaseError,
+  isRetriable,
+  type ErrorCode,
+  type PublishStep,
+} from './errors';
+export { SchemaCatalog, type TipoCatalogado, type VersaoCatalogada } from './catalog';
+export { ConfluentSchemaRegistry, type SchemaRegistry } from './registry';
+export { syncSchemas, checkSchemas, type SchemaSyncEntry } from './schema-sync';
+export { TopicNames, ensureTopics, defaultTopicSettings, type TopicSettings } from './topics';
+export { encodeValue, decodeValue, buildHeaders, parseHeaders, HEADER } from './wire-format';
+export { MAX_PAYLOAD_BYTES } from './validation';
+export { jsonLogger, silentLogger, type Logger } from './logger';
+export { EventDecoder } from './event-decoder';

@@ -1,0 +1,41 @@
+import { Counter, Histogram, Registry } from 'prom-client';
+
+/**
+ * The SDK's Prometheus metrics, in a registry the host exposes (`bus.metrics.registry`).
+ * Give your own `Registry` in the options to merge them with the application's.
+ */
+export class SdkMetrics {
+  readonly published: Counter<'tipo' | 'origem' | 'result'>;
+  readonly publishDuration: Histogram<'tipo' | 'origem' | 'result'>;
+
+  constructor(readonly registry: Registry = new Registry()) {
+    this.published = getOrCreate(
+      registry,
+      'feromonios_publish_total',
+      () =>
+        new Counter({
+          name: 'feromonios_publish_total',
+          help: 'Events published, by type, origin and result (ok or an error code).',
+          labelNames: ['tipo', 'origem', 'result'],
+          registers: [registry],
+        }),
+    );
+    this.publishDuration = getOrCreate(
+      registry,
+      'feromonios_publish_duration_seconds',
+      () =>
+        new Histogram({
+          name: 'feromonios_publish_duration_seconds',
+          help: 'Time from publicar() to the broker acknowledgement, in seconds.',
+          labelNames: ['tipo', 'origem', 'result'],
+          buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+          registers: [registry],
+        }),
+    );
+  }
+}
+
+/** Two buses sharing one registry share its metrics instead of failing on a duplicate name. */
+export function getOrCreate<T>(registry: Registry, name: string, create: () => T): T {
+  return (registry.getSingleMetric(name) as T | undefined) ?? create();
+}

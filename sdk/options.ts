@@ -1,0 +1,89 @@
+import type { Registry } from 'prom-client';
+import { ConfigError } from './errors';
+import type { Logger } from './logger';
+import type { SchemaRegistry } from './registry';
+import { defaultTopicSettings, type TopicSettings } from './topics';
+
+/** Options of an `EventBus`. Every duration is in milliseconds. */
+export interface EventBusOptions {
+  /** Kafka/Redpanda bootstrap brokers, `host:port`. */
+  brokers: string[];
+  /** Confluent-compatible registry base URL (ignored when `registry` is given). */
+  registryUrl?: string;
+  /** A registry port of your own (tests, other registries). */
+  registry?: SchemaRegistry;
+  /** Kafka client id, shown in broker logs and quotas. */
+  clientId: string;
+  /** Prefix of every topic name (docs/topics.md). */
+  namespace: string;
+  /** Folder of the schema catalog. */
+  schemasDir?: string;
+  logger?: Logger;
+  /** Prometheus registry the bus registers its metrics in (a new one by default). */
+  metricsRegistry?: Registry;
+  /** Settings of the topics the bus creates. */
+  topics: TopicSettings;
+  /** Longest a `publicar`/`publicarLote` call waits for the broker before a `BrokerError`, in milliseconds. */
+  publishTimeoutMs: number;
+  /** Per-request timeout of registry calls, in milliseconds. */
+  registryTimeoutMs: number;
+  /** Retries of a retriable registry failure. */
+  registryRetries: number;
+}
+
+export const defaultEventBusOptions = {
+  clientId: 'feromonios',
+  namespace: 'feromonios',
+  topics: defaultTopicSettings,
+  publishTimeoutMs: 10_000,
+  registryTimeoutMs: 2_000,
+  registryRetries: 1,
+} satisfies Partial<EventBusOptions>;
+
+export type EventBusInput = Partial<EventBusOptions> & Pick<EventBusOptions, 'brokers'>;
+
+/** Merges defaults and validates once; a bad option throws naming its path. */
+export function resolveOptions(input: EventBusInput): EventBusOptions {
+  const o: EventBusOptions = {
+    ...defaultEventBusOptions,
+    ...input,
+    topics: { ...defaultEventBusOptions.topics, ...input.topics },
+  };
+  const problems: string[] = [];
+  if (
+    !Array.isArray(o.brokers) ||
+    o.brokers.length === 0 ||
+    !o.brokers.every((b) => typeof b === 'string' && /^[^\s:]+:\d{1,5}$/.test(b))
+  ) {
+    problems.push(`brokers: expected a non-empty list of host:port, got ${JSON.stringify(o.brokers)}`);
+  }
+  if (!o.registry && (typeof o.registryUrl !== 'string' || !/^https?:\/\//.test(o.registryUrl))) {
+    problems.push(`registryUrl: expected an http(s) URL (or give registry), got ${JSON.stringify(o.registryUrl)}`);
+  }
+  if (!/^[A-Za-z0-9_-]{1,40}$/.test(o.namespace))
+    problems.push(`namespace: expected 1-40 characters of [A-Za-z0-9_-], got ${JSON.stringify(o.namespace)}`);
+  const positive = (path: string, v: unknown, min = 1): void => {
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < min)
+      problems.push(`${path}: expected an integer >= ${min}, got ${JSON.stringify(v)}`);
+  };
+  positive('publishTimeoutMs', o.publishTimeoutMs);
+  positive('registryTimeoutMs', o.registryTimeoutMs);
+  positive('registryRetries', o.registryRetries, 0);
+  positive('topics.partitions', o.topics.partitions);
+  if (
+    !Number.isInteger(o.topics.replicationFactor) ||
+    (o.topics.replicationFactor < 1 && o.topics.replicationFactor !== -1)
+  ) {
+    problems.push(
+      `topics.replicationFactor: expected an integer >= 1 or -1 (broker default), got ${JSON.stringify(o.topics.replicationFactor)}`,
+    );
+  }
+  if (!Number.isInteger(o.topics.retentionMs) || (o.topics.retentionMs < 1 && o.topics.retentionMs !== -1)) {
+    problems.push(
+      `topics.retentionMs: expected a duration in milliseconds or -1, got ${JSON.stringify(o.topics.retentionMs)}`,
+    );
+  }
+  if (o.topics.minInsyncReplicas !== undefined) positive('topics.minInsyncReplicas', o.topics.minInsyncReplicas);
+  if (problems.length > 0) throw new ConfigError(`invalid EventBus options: ${problems.join('; ')}`, problems);
+  return o;
+}

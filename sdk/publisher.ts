@@ -1,0 +1,237 @@
+import type { Span } from '@opentelemetry/api';
+import { type Kafka, type Message, type PartitionMetadata, Partitioners, type Producer } from 'kafkajs';
+import type { EventoConsultado, PublicarEventoDto } from './contract';
+import { BrokerError, FeromoniosError, PublishValidationError } from './errors';
+import type { Logger } from './logger';
+import type { SdkMetrics } from './metrics';
+import type { SchemaCatalog } from './catalog';
+import type { SchemaIdResolver } from './schema-ids';
+import { ensureTopics, type TopicNames, type TopicSettings } from './topics';
+import { endSpan, startProducerSpan, traceparentOf } from './tracing';
+import { validarEvento, type EventoValidado } from './validation';
+import { buildHeaders, encodeValue } from './wire-format';
+
+interface PublisherDeps {
+  kafka: Kafka;
+  catalog: SchemaCatalog;
+  schemaIds: SchemaIdResolver;
+  topics: TopicNames;
+  topicSettings: TopicSettings;
+  logger: Logger;
+  metrics: SdkMetrics;
+  timeoutMs: number;
+}
+
+/**
+ * Validates (seed 3.3 order), encodes (wire format + CloudEvents headers) and produces events
+ * with the idempotent producer (`acks=all`, one in-flight request: kafkajs #1005).
+ */
+export class Publisher {
+  private producer: Producer | undefined;
+  private connecting: Promise<Producer> | undefined;
+  private readonly readyTopics = new Set<string>();
+
+  constructor(private readonly d: PublisherDeps) {}
+
+  async publicar(dto: PublicarEventoDto): Promise<EventoConsultado> {
+    const [evento] = await this.publicarLote([dto], false);
+    return evento as EventoConsultado;
+  }
+
+  /**
+   * Validates every event first; produces none if one fails (the error's `index` names it).
+   * Then produces all in one request per broker, in order within each partition.
+   */
+  async publicarLote(dtos: PublicarEventoDto[], batch = true): Promise<EventoConsultado[]> {
+    const started = process.hrtime.bigint();
+    let validados: EventoValidado[] = [];
+    try {
+      if (!Array.isArray(dtos))
+        throw new PublishValidationError('INVALID_FIELD', 'field', 'publicarLote expects an array of events');
+      validados = dtos.map((dto, i) => validarEvento(dto, this.d.catalog, batch ? i : undefined));
+      const ids = await Promise.all(validados.map((v) => this.d.schemaIds.idOf(v.versao)));
+      const spans = validados.map((v) =>
+        startProducerSpan(`publicar ${v.tipo}`, {
+          'messaging.system': 'kafka',
+          'messaging.destination.name': this.d.topics.evento(v.tipo),
+          'feromonios.event_id': v.event_id,
+        }),
+      );
+      const out = validados.map((v) => this.toEvento(v));
+      try {
+        await this.withDeadline(async () => {
+          const producer = await this.connect();
+          const planned = validados.map((v, i) => this.plan(v, ids[i] as number, traceparentOf(spans[i] as Span)));
+          await this.ensureTopics([...new Set(planned.map((m) => m.topic))]);
+          const byTopic = new Map<string, Message[]>();
+          for (const m of planned) {
+            m.message.partition = this.partitioner({
+              topic: m.topic,
+              partitionMetadata: this.partitionMetadata(m.topic),
+              message: m.message,
+            });
+            byTopic.set(m.topic, [...(byTopic.get(m.topic) ?? []), m.message]);
+          }
+          const results = await producer.sendBatch({
+            acks: -1,
+            topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })),
+          });
+          // Each partition reports the offset of its first message; the rest follow in order.
+          const next = new Map(results.map((r) => [`${r.topicName}/${r.partition}`, BigInt(r.baseOffset ?? '-1')]));
+          planned.forEach((m, i) => {
+            const key = `${m.topic}/${m.message.partition ?? 0}`;
+            const offset = next.get(key) ?? -1n;
+            (out[i] as EventoConsultado).posicao = {
+              topico: m.topic,
+              particao: m.message.partition ?? 0,
+              offset: String(offset),
+            };
+            next.set(key, offset + 1n);
+          });
+        });
+      } catch (err) {
+        spans.forEach((sp) => endSpan(sp, err));
+        throw err;
+      }
+      spans.forEach((sp) => endSpan(sp));
+      this.observe(validados, started, 'ok');
+      for (const ev of out)
+        this.d.logger.info('evento publicado', {
+          event_id: ev.event_id,
+          correlacao_id: ev.correlacao_id,
+          tipo: ev.tipo,
+          origem: ev.origem,
+          posicao: ev.posicao,
+        });
+      return out;
+    } catch (err) {
+      const code = err instanceof FeromoniosError ? err.code : 'BROKER_UNAVAILABLE';
+      const first =
+        validados[0] ?? (Array.isArray(dtos) ? (dtos[0] as Partial<PublicarEventoDto> | undefined) : undefined);
+      this.d.metrics.published.inc(
+        { tipo: labelOf(first?.tipo), origem: labelOf(first?.origem), result: code },
+        Math.max(1, validados.length),
+      );
+      this.d.logger.warn('publicação recusada', {
+        code,
+        error: (err as Error).message,
+        event_id: first?.event_id,
+        tipo: first?.tipo,
+      });
+      throw err;
+    }
+  }
+
+  async close(): Promise<void> {
+    const p = this.producer ?? (await this.connecting?.catch(() => undefined));
+    this.producer = undefined;
+    this.connecting = undefined;
+    await p?.disconnect();
+  }
+
+  /** Same partitioner as Java clients and Redpanda tooling: murmur2 of the key. */
+  private readonly partitioner = Partitioners.DefaultPartitioner();
+  private readonly partitionCounts = new Map<string, number>();
+
+  private partitionMetadata(topic: string): PartitionMetadata[] {
+    const n = this.partitionCounts.get(topic) ?? 1;
+    return Array.from({ length: n }, (_, partitionId) => ({
+      partitionId,
+      leader: -1,
+      replicas: [],
+      isr: [],
+      partitionErrorCode: 0,
+    }));
+  }
+
+  private plan(v: EventoValidado, schemaId: number, traceparent: string): { topic: string; message: Message } {
+    return {
+      topic: this.d.topics.evento(v.tipo),
+      message: {
+        key: v.chave_particao ?? v.correlacao_id,
+        value: encodeValue(schemaId, v.payloadJson),
+        headers: buildHeaders(v, { traceparent, partitionKey: v.chave_particao }),
+        timestamp: String(Date.parse(v.timestamp)),
+      },
+    };
+  }
+
+  private async ensureTopics(topics: string[]): Promise<void> {
+    const missing = topics.filter((t) => !this.readyTopics.has(t));
+    if (missing.length === 0) return;
+    const admin = this.d.kafka.admin();
+    await admin.connect();
+    try {
+      await ensureTopics(admin, missing, this.d.topicSettings);
+      const meta = await admin.fetchTopicMetadata({ topics: missing });
+      for (const t of meta.topics) this.partitionCounts.set(t.name, t.partitions.length);
+      missing.forEach((t) => this.readyTopics.add(t));
+    } finally {
+      await admin.disconnect();
+    }
+  }
+
+  private connect(): Promise<Producer> {
+    if (this.producer) return Promise.resolve(this.producer);
+    this.connecting ??= (async () => {
+      const p = this.d.kafka.producer({
+        idempotent: true,
+        maxInFlightRequests: 1,
+        allowAutoTopicCreation: false,
+        createPartitioner: Partitioners.DefaultPartitioner,
+      });
+      try {
+        await p.connect();
+      } catch (err) {
+        this.connecting = undefined;
+        throw err;
+      }
+      this.producer = p;
+      return p;
+    })();
+    return this.connecting;
+  }
+
+  private async withDeadline<T>(fn: () => Promise<T>): Promise<T> {
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new BrokerError(`broker did not acknowledge within ${this.d.timeoutMs} ms (publishTimeoutMs)`)),
+        this.d.timeoutMs,
+      );
+    });
+    try {
+      return await Promise.race([fn(), deadline]);
+    } catch (err) {
+      if (err instanceof FeromoniosError) throw err;
+      throw new BrokerError(`broker unavailable: ${(err as Error).message}`, err);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  private toEvento(v: EventoValidado): EventoConsultado {
+    return {
+      sequence_number: null,
+      event_id: v.event_id,
+      tipo: v.tipo,
+      versao_schema: v.versao_schema,
+      timestamp: v.timestamp,
+      origem: v.origem,
+      correlacao_id: v.correlacao_id,
+      causation_id: v.causation_id,
+      payload: v.payload,
+      criado_em: null,
+    };
+  }
+
+  private observe(vs: EventoValidado[], started: bigint, result: string): void {
+    const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+    for (const v of vs) {
+      this.d.metrics.published.inc({ tipo: v.tipo, origem: v.origem, result });
+      this.d.metrics.publishDuration.observe({ tipo: v.tipo, origem: v.origem, result }, seconds);
+    }
+  }
+}
+
+const labelOf = (v: unknown): string => (typeof v === 'string' && v.length <= 100 ? v : 'invalido');

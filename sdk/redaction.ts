@@ -1,0 +1,147 @@
+import { createHmac } from 'node:crypto';
+
+/**
+ * LGPD redaction of payloads before they reach PostgreSQL (DESIGN.md "Redaction"). A policy is
+ * an allowlist: a field without a rule is dropped. Rules:
+ * - `manter`: keep a scalar (or an array of scalars) as is; objects need a nested policy;
+ * - `hash`: replace by a keyed hash, `hmac-sha256:<hex>` of the JSON value (HMAC with the
+ *   bridge's secret, so a dictionary of known texts cannot reverse it);
+ * - `remover`: drop (personal identifiers; said explicitly so reviews see the decision);
+ * - `arredondar`: round a coordinate (a number, or an object's `lat`/`lng`) to N decimals;
+ * - `{ "campos": { … } }`: a nested object with its own allowlist;
+ * - `{ "itens": <rule> }`: an array whose every item follows the rule.
+ */
+export type RedactionRule =
+  'manter' | 'hash' | 'remover' | 'arredondar' | { campos: Record<string, RedactionRule> } | { itens: RedactionRule };
+
+export interface RedactionPolicy {
+  campos: Record<string, RedactionRule>;
+}
+
+export interface RedactionOptions {
+  /** HMAC key (at least 32 characters). */
+  key: string;
+  /** Decimals kept by `arredondar` (2 ≈ 1.1 km). */
+  coordinateDecimals: number;
+}
+
+const SCALAR_RULES = new Set(['manter', 'hash', 'remover', 'arredondar']);
+
+/** Problems with a policy's shape, e.g. `campos.localizacao.campos.lat: unknown rule 'keep'`. */
+export function policyProblems(policy: unknown, path = 'campos'): string[] {
+  if (typeof policy !== 'object' || policy === null || Array.isArray(policy)) return [`${path}: expected an object`];
+  const campos = (policy as { campos?: unknown }).campos;
+  if (typeof campos !== 'object' || campos === null || Array.isArray(campos))
+    return [`${path}: expected { "campos": { … } }`];
+  return Object.entries(campos as Record<string, unknown>).flatMap(([k, r]) => ruleProblems(r, `${path}.${k}`));
+}
+
+function ruleProblems(rule: unknown, path: string): string[] {
+  if (typeof rule === 'string') return SCALAR_RULES.has(rule) ? [] : [`${path}: unknown rule '${rule}'`];
+  if (typeof rule === 'object' && rule !== null && 'campos' in rule) return policyProblems(rule, `${path}.campos`);
+  if (typeof rule === 'object' && rule !== null && 'itens' in rule) return ruleProblems(rule.itens, `${path}.itens`);
+  return [`${path}: unknown rule ${JSON.stringify(rule)}`];
+}
+
+/**
+ * Fields of a JSON Schema (recursively, through objects and arrays) that the policy does not
+ * cover: a schema field without a rule would silently vanish from the audit log.
+ */
+export function uncoveredFields(schema: Record<string, unknown>, policy: RedactionPolicy, path = ''): string[] {
+  const props = (schema.properties as Record<string, Record<string, unknown>> | undefined) ?? {};
+  const out: string[] = [];
+  for (const [name, sub] of Object.entries(props)) {
+    const rule = policy.campos[name];
+    const here = path ? `${path}.${name}` : name;
+    if (rule === undefined) out.push(here);
+    else out.push(...uncoveredByRule(sub, rule, here));
+  }
+  return out;
+}
+
+function uncoveredByRule(schema: Record<string, unknown>, rule: RedactionRule, path: string): string[] {
+  if (typeof rule === 'object' && 'campos' in rule) return uncoveredFields(schema, rule, path);
+  if (typeof rule === 'object' && 'itens' in rule) {
+    const items = schema.items as Record<string, unknown> | undefined;
+    return items ? uncoveredByRule(items, rule.itens, `${path}[]`) : [];
+  }
+  if (
+    rule === 'manter' &&
+    (schema.type === 'object' ||
+      (schema.type === 'array' && (schema.items as { type?: string } | undefined)?.type === 'object'))
+  ) {
+    return [`${path} (an object cannot be kept whole: give it a nested policy)`];
+  }
+  return [];
+}
+
+export const keyedHash = (key: string, value: unknown): string =>
+  `hmac-sha256:${createHmac('sha256', key).update(JSON.stringify(value)).digest('hex')}`;
+
+const isScalar = (v: unknown): boolean => v === null || ['string', 'number', 'boolean'].includes(typeof v);
+
+function round(value: unknown, decimals: number): unknown {
+  if (typeof value === 'number') return Number(value.toFixed(decimals));
+  if (typeof value === 'object' && value !== null && !Array.isArray(value)) {
+    const v = value as Record<string, unknown>;
+    const out: Record<string, unknown> = {};
+    for (const k of ['lat', 'lng'] as const) if (typeof v[k] === 'number') out[k] = Number(v[k].toFixed(decimals));
+    return out;
+  }
+  return undefined; // anything else cannot be rounded safely: drop it
+}
+
+function applyRule(value: unknown, rule: RedactionRule, opts: RedactionOptions): unknown {
+  if (rule === 'remover') return undefined;
+  if (rule === 'hash') return keyedHash(opts.key, value);
+  if (rule === 'arredondar') return round(value, opts.coordinateDecimals);
+  if (rule === 'manter') {
+    if (isScalar(value)) return value;
+    if (Array.isArray(value) && value.every(isScalar)) return value;
+    return undefined; // an object or nested array under `manter` is not trusted: dropped
+  }
+  if ('campos' in rule) {
+    return typeof value === 'object' && value !== null && !Array.isArray(value)
+      ? redactPayload(value as Record<string, unknown>, rule, opts)
+      : undefined;
+  }
+  return Array.isArray(value)
+    ? value.map((item) => applyRule(item, rule.itens, opts)).filter((v) => v !== undefined)
+    : undefined;
+}
+
+/** The persisted form of a payload: only fields the policy allows, each treated by its rule. */
+export function redactPayload(
+  payload: Record<string, unknown>,
+  policy: RedactionPolicy,
+  opts: RedactionOptions,
+): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [name, rule] of Object.entries(policy.campos)) {
+    if (!Object.prototype.hasOwnProperty.call(payload, name)) continue;
+    const v = applyRule(payload[name], rule, opts);
+    if (v !== undefined) out[name] = v;
+  }
+  return out;
+}
+
+/**
+ * Scrubs free text (error messages, stacks) that may quote payload values: UUIDs stay (they are
+ * event ids), e-mail addresses, long digit runs (CPF, phone numbers), and every string value of
+ * the payload longer than 3 characters are replaced by `[redigido]`.
+ */
+export function scrubText(text: string, payload?: unknown): string {
+  let out = text;
+  const values = new Set<string>();
+  const collect = (v: unknown): void => {
+    if (typeof v === 'string' && v.length > 3) values.add(v);
+    else if (typeof v === 'number' && Math.abs(v) >= 1000) values.add(String(v));
+    else if (Array.isArray(v)) v.forEach(collect);
+    else if (typeof v === 'object' && v !== null) Object.values(v).forEach(collect);
+  };
+  collect(payload);
+  for (const v of [...values].sort((a, b) => b.length - a.length)) out = out.split(v).join('[redigido]');
+  return out
+    .replace(/[\w.+-]+@[\w-]+(\.[\w-]+)+/g, '[redigido]')
+    .replace(/(?<![0-9a-f-])\d[\d.\-/ ]{7,}\d(?![0-9a-f-])/gi, '[redigido]');
+}

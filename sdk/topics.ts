@@ -1,0 +1,122 @@
+import type { Admin, ITopicConfig } from 'kafkajs';
+import { ConfigError } from './errors';
+
+/**
+ * Topic names (docs/topics.md). Every name starts with the namespace (default `feromonios`):
+ * - `<ns>.evento.<tipo>`        one topic per event type;
+ * - `<ns>.dlq.<colonia>`        a colony's dead letters and their outcomes;
+ * - `<ns>.reprocessar.<colonia>` events sent back to a colony for reprocessing;
+ * - `<ns>.quarentena`           records the bridge could not accept, with the reason.
+ * The bridge subscribes by pattern (`eventos`, `dlqs`) and picks up new topics as they appear.
+ */
+export class TopicNames {
+  readonly eventos: RegExp;
+  readonly dlqs: RegExp;
+
+  constructor(readonly namespace: string) {
+    if (!/^[A-Za-z0-9_-]{1,40}$/.test(namespace)) {
+      throw new ConfigError(
+        `topics.namespace: expected 1-40 characters of [A-Za-z0-9_-], got ${JSON.stringify(namespace)}`,
+        ['topics.namespace'],
+      );
+    }
+    this.eventos = new RegExp(`^${namespace}\\.evento\\.`);
+    this.dlqs = new RegExp(`^${namespace}\\.dlq\\.`);
+  }
+
+  evento(tipo: string): string {
+    return `${this.namespace}.evento.${tipo}`;
+  }
+
+  dlq(colonia: string): string {
+    return `${this.namespace}.dlq.${checkColonia(colonia)}`;
+  }
+
+  reprocessar(colonia: string): string {
+    return `${this.namespace}.reprocessar.${checkColonia(colonia)}`;
+  }
+
+  quarentena(): string {
+    return `${this.namespace}.quarentena`;
+  }
+
+  /** The event type of an event topic, or `undefined` for any other topic. */
+  tipoDe(topic: string): string | undefined {
+    return this.eventos.test(topic) ? topic.slice(`${this.namespace}.evento.`.length) : undefined;
+  }
+
+  /** The colony of a DLQ topic, or `undefined`. */
+  coloniaDaDlq(topic: string): string | undefined {
+    return this.dlqs.test(topic) ? topic.slice(`${this.namespace}.dlq.`.length) : undefined;
+  }
+
+  /** Registry subject of a topic's values (TopicNameStrategy). */
+  static subject(topic: string): string {
+    return `${topic}-value`;
+  }
+}
+
+const COLONIA_RE = /^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$/;
+function checkColonia(colonia: string): string {
+  if (!COLONIA_RE.test(colonia)) {
+    throw new ConfigError(`colonia: expected 1-100 characters of [A-Za-z0-9_-], got ${JSON.stringify(colonia)}`, [
+      'colonia',
+    ]);
+  }
+  return colonia;
+}
+
+export interface TopicSettings {
+  /** Partitions of each new topic. */
+  partitions: number;
+  /** Replicas of each new topic; -1 takes the broker's `default.replication.factor`. */
+  replicationFactor: number;
+  /** `retention.ms` of new topics, in milliseconds (-1: forever). */
+  retentionMs: number;
+  /** `min.insync.replicas` of new topics; undefined takes the broker's. */
+  minInsyncReplicas?: number;
+}
+
+/** Topic-level `max.message.bytes`: the 1 MB payload limit plus room for headers. */
+export const MAX_MESSAGE_BYTES = 2 * 1024 * 1024;
+
+export const defaultTopicSettings = {
+  partitions: 3,
+  replicationFactor: -1,
+  retentionMs: 7 * 24 * 3600 * 1000,
+} satisfies TopicSettings;
+
+/**
+ * Creates the topics that do not exist yet, with explicit settings; existing topics are left
+ * as they are. Safe to call concurrently from several processes (a lost creation race is
+ * treated as success). Never relies on broker auto-creation.
+ */
+export async function ensureTopics(admin: Admin, topics: string[], settings: TopicSettings): Promise<string[]> {
+  const existing = new Set(await admin.listTopics());
+  const missing = [...new Set(topics)].filter((t) => !existing.has(t));
+  if (missing.length === 0) return [];
+  const configEntries: ITopicConfig['configEntries'] = [
+    { name: 'retention.ms', value: String(settings.retentionMs) },
+    // Room for a 1 MB payload (the seed's limit) plus headers and record framing.
+    { name: 'max.message.bytes', value: String(MAX_MESSAGE_BYTES) },
+  ];
+  if (settings.minInsyncReplicas !== undefined) {
+    configEntries.push({ name: 'min.insync.replicas', value: String(settings.minInsyncReplicas) });
+  }
+  try {
+    await admin.createTopics({
+      waitForLeaders: true,
+      topics: missing.map((topic) => ({
+        topic,
+        numPartitions: settings.partitions,
+        replicationFactor: settings.replicationFactor,
+        configEntries,
+      })),
+    });
+  } catch (err) {
+    // Another process created some of them between list and create: fine if all exist now.
+    const now = new Set(await admin.listTopics());
+    if (!missing.every((t) => now.has(t))) throw err;
+  }
+  return missing;
+}

@@ -1,0 +1,45 @@
+import { randomBytes } from 'node:crypto';
+import { context, SpanKind, SpanStatusCode, trace, type Span, type SpanContext } from '@opentelemetry/api';
+
+/**
+ * Spans through `@opentelemetry/api`: real spans when the host application registered a
+ * tracer provider, no-ops otherwise. The W3C `traceparent` is always written on messages —
+ * from the span when it is real, else freshly generated — so traces can be joined downstream.
+ */
+const tracer = () => trace.getTracer('feromonios');
+
+export function startProducerSpan(name: string, attributes: Record<string, string>): Span {
+  return tracer().startSpan(name, { kind: SpanKind.PRODUCER, attributes });
+}
+
+/** A consumer span whose parent is the message's `traceparent`, when it has one. */
+export function startConsumerSpan(name: string, attributes: Record<string, string>, traceparent?: string): Span {
+  const parent = traceparent ? parseTraceparent(traceparent) : undefined;
+  const ctx = parent ? trace.setSpanContext(context.active(), parent) : context.active();
+  return tracer().startSpan(name, { kind: SpanKind.CONSUMER, attributes }, ctx);
+}
+
+export function endSpan(span: Span, error?: unknown): void {
+  if (error) {
+    const message = error instanceof Error ? error.message : JSON.stringify(error);
+    span.recordException(error instanceof Error ? error : message);
+    span.setStatus({ code: SpanStatusCode.ERROR, message });
+  } else span.setStatus({ code: SpanStatusCode.OK });
+  span.end();
+}
+
+export function traceparentOf(span: Span): string {
+  const sc = span.spanContext();
+  if (trace.isSpanContextValid(sc)) return formatTraceparent(sc);
+  return `00-${randomBytes(16).toString('hex')}-${randomBytes(8).toString('hex')}-01`;
+}
+
+export const formatTraceparent = (sc: SpanContext): string =>
+  `00-${sc.traceId}-${sc.spanId}-${(sc.traceFlags & 0xff).toString(16).padStart(2, '0')}`;
+
+export function parseTraceparent(value: string): SpanContext | undefined {
+  const m = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/.exec(value.trim());
+  if (!m?.[1] || !m[2] || !m[3]) return undefined;
+  const sc: SpanContext = { traceId: m[1], spanId: m[2], traceFlags: parseInt(m[3], 16), isRemote: true };
+  return trace.isSpanContextValid(sc) ? sc : undefined;
+}

@@ -1,0 +1,168 @@
+import { randomUUID } from 'node:crypto';
+import type { SchemaCatalog, VersaoCatalogada } from './catalog';
+import type { PublicarEventoDto } from './contract';
+import { PublishValidationError, SchemaValidationError } from './errors';
+
+/** Largest payload accepted, in bytes of JSON (seed 6.2: 1 MB). */
+export const MAX_PAYLOAD_BYTES = 1024 * 1024;
+
+const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+// ISO-8601 date-time with a zone (Z or ±hh:mm), as `Date#toISOString` and RFC 3339 write it.
+const ISO_RE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})$/;
+
+/** An event that passed every check, ready to be encoded. */
+export interface EventoValidado {
+  event_id: string;
+  tipo: string;
+  versao_schema: string;
+  timestamp: string;
+  origem: string;
+  correlacao_id: string;
+  causation_id: string | null;
+  chave_particao: string | undefined;
+  payload: Record<string, unknown>;
+  /** The payload serialised once, reused for the wire value. */
+  payloadJson: string;
+  versao: VersaoCatalogada;
+}
+
+export const isUuid = (v: unknown): v is string => typeof v === 'string' && UUID_RE.test(v);
+
+export function isIsoTimestamp(v: unknown): v is string {
+  return typeof v === 'string' && ISO_RE.test(v) && !Number.isNaN(Date.parse(v));
+}
+
+const fail = (
+  code: ConstructorParameters<typeof PublishValidationError>[0],
+  step: ConstructorParameters<typeof PublishValidationError>[1],
+  msg: string,
+  index?: number,
+): never => {
+  throw new PublishValidationError(code, step, msg, index);
+};
+
+/**
+ * Seed 3.3 / DESIGN.md "Validation on publish", in this exact order:
+ * 1. payload is a non-null object; 2. normalise (event_id, versao_schema '1.0.0', timestamp,
+ * correlacao_id = event_id); 3. UUID / ISO-8601 formats; 4. type exists, is not deprecated,
+ * the version has a schema; 5. Ajv draft 2020-12 against that schema; 6. size ≤ 1 MB.
+ * Each failure is a typed error naming its step; `index` names the event of a batch.
+ */
+export function validarEvento(
+  dto: PublicarEventoDto,
+  catalog: SchemaCatalog,
+  index?: number,
+  now: () => Date = () => new Date(),
+): EventoValidado {
+  const d = (dto ?? {}) as Partial<PublicarEventoDto>;
+  // 1. payload shape
+  const payload: unknown = d.payload;
+  if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) {
+    fail(
+      'PAYLOAD_NOT_OBJECT',
+      'payload',
+      `Payload deve ser um objeto não nulo (got ${payload === null ? 'null' : Array.isArray(payload) ? 'array' : typeof payload})`,
+      index,
+    );
+  }
+  // 2. normalise
+  const event_id = d.event_id ?? randomUUID();
+  const versao_schema = d.versao_schema ?? '1.0.0';
+  const timestamp = d.timestamp ?? now().toISOString();
+  const correlacao_id = d.correlacao_id ?? event_id;
+  // 3. formats
+  if (!isUuid(event_id))
+    fail('INVALID_EVENT_ID', 'event_id', `event_id must be a UUID, got ${JSON.stringify(event_id)}`, index);
+  if (!isUuid(correlacao_id))
+    fail(
+      'INVALID_CORRELACAO_ID',
+      'correlacao_id',
+      `correlacao_id must be a UUID, got ${JSON.stringify(correlacao_id)}`,
+      index,
+    );
+  if (d.causation_id !== undefined && d.causation_id !== null && !isUuid(d.causation_id)) {
+    fail(
+      'INVALID_CAUSATION_ID',
+      'causation_id',
+      `causation_id must be a UUID, got ${JSON.stringify(d.causation_id)}`,
+      index,
+    );
+  }
+  if (!isIsoTimestamp(timestamp))
+    fail(
+      'INVALID_TIMESTAMP',
+      'timestamp',
+      `timestamp must be ISO-8601 with a time zone, got ${JSON.stringify(timestamp)}`,
+      index,
+    );
+  if (typeof d.origem !== 'string' || d.origem.length === 0 || d.origem.length > 100) {
+    fail(
+      'INVALID_FIELD',
+      'field',
+      `origem must be a colony code of 1-100 characters, got ${JSON.stringify(d.origem)}`,
+      index,
+    );
+  }
+  if (typeof versao_schema !== 'string') fail('INVALID_FIELD', 'field', `versao_schema must be a string`, index);
+  if (d.chave_particao !== undefined && (typeof d.chave_particao !== 'string' || d.chave_particao.length === 0)) {
+    fail('INVALID_FIELD', 'field', `chave_particao must be a non-empty string`, index);
+  }
+  // 4. type and version
+  if (typeof d.tipo !== 'string')
+    return fail(
+      'UNKNOWN_TYPE',
+      'registry',
+      `Tipo de evento não registrado no Registry: ${JSON.stringify(d.tipo)}`,
+      index,
+    );
+  const tipo = catalog.tipo(d.tipo);
+  if (!tipo) return fail('UNKNOWN_TYPE', 'registry', `Tipo de evento não registrado no Registry: '${d.tipo}'`, index);
+  if (tipo.status === 'deprecated')
+    fail('DEPRECATED_TYPE', 'registry', `Tipo de evento '${d.tipo}' está deprecated: ${tipo.descricao}`, index);
+  const versao = catalog.versao(d.tipo, versao_schema);
+  if (!versao) {
+    return fail(
+      'UNKNOWN_VERSION',
+      'registry',
+      `Tipo '${d.tipo}' não tem schema na versão '${versao_schema}' (versões: ${tipo.versoes.map((v) => v.versao).join(', ')})`,
+      index,
+    );
+  }
+  // 5. payload against the schema
+  if (!versao.validate(payload)) {
+    const errors = (versao.validate.errors ?? []).map((e) => ({
+      instancePath: e.instancePath,
+      keyword: e.keyword,
+      message: e.message,
+    }));
+    const summary = errors.map((e) => `${e.instancePath || '/'} ${e.message ?? e.keyword}`).join('; ');
+    const err = new SchemaValidationError(
+      `Payload inválido para ${d.tipo}@${versao_schema}: ${summary}`,
+      d.tipo,
+      versao_schema,
+      undefined,
+      'publish',
+      errors,
+    );
+    throw Object.assign(err, { index });
+  }
+  // 6. size
+  const payloadJson = JSON.stringify(payload);
+  const size = Buffer.byteLength(payloadJson, 'utf8');
+  if (size > MAX_PAYLOAD_BYTES)
+    fail('PAYLOAD_TOO_LARGE', 'size', `payload has ${size} bytes of JSON; the limit is ${MAX_PAYLOAD_BYTES}`, index);
+
+  return {
+    event_id,
+    tipo: d.tipo,
+    versao_schema,
+    timestamp,
+    origem: d.origem as string,
+    correlacao_id,
+    causation_id: d.causation_id ?? null,
+    chave_particao: d.chave_particao,
+    payload: payload as Record<string, unknown>,
+    payloadJson,
+    versao,
+  };
+}

@@ -1,0 +1,111 @@
+import type { IHeaders } from 'kafkajs';
+import type { EventoConsultado } from './contract';
+import { WireFormatError } from './errors';
+
+/**
+ * The message format (docs/wire-format.md):
+ * - value: Confluent wire format — byte 0x00, the schema id as a 4-byte big-endian integer,
+ *   then the payload as UTF-8 JSON;
+ * - headers: CloudEvents Kafka protocol binding, binary mode (`ce_specversion`, `ce_id`,
+ *   `ce_type`, `ce_source`, `ce_time`, `content-type`) with the extensions `ce_versaoschema`,
+ *   `ce_correlacaoid`, `ce_causationid`, `ce_partitionkey`, plus W3C `traceparent`;
+ * - key: `correlacao_id`, or the publisher's partition key.
+ */
+export const MAGIC_BYTE = 0;
+export const HEADER = {
+  specversion: 'ce_specversion',
+  id: 'ce_id',
+  type: 'ce_type',
+  source: 'ce_source',
+  time: 'ce_time',
+  contentType: 'content-type',
+  versaoSchema: 'ce_versaoschema',
+  correlacaoId: 'ce_correlacaoid',
+  causationId: 'ce_causationid',
+  partitionKey: 'ce_partitionkey',
+  traceparent: 'traceparent',
+} as const;
+
+export function encodeValue(schemaId: number, payloadJson: string | Buffer): Buffer {
+  const json = typeof payloadJson === 'string' ? Buffer.from(payloadJson, 'utf8') : payloadJson;
+  const out = Buffer.allocUnsafe(5 + json.length);
+  out.writeUInt8(MAGIC_BYTE, 0);
+  out.writeUInt32BE(schemaId, 1);
+  json.copy(out, 5);
+  return out;
+}
+
+/** Splits a wire-format value; throws `WireFormatError` (`not-wire-format`, `invalid-json`). */
+export function decodeValue(value: Buffer | null): { schemaId: number; payload: unknown; size: number } {
+  if (!value || value.length < 6 || value.readUInt8(0) !== MAGIC_BYTE) {
+    throw new WireFormatError(
+      'not-wire-format',
+      'value is not in the Confluent wire format (0x00 + 4-byte schema id + JSON)',
+    );
+  }
+  const schemaId = value.readUInt32BE(1);
+  let payload: unknown;
+  try {
+    payload = JSON.parse(value.subarray(5).toString('utf8'));
+  } catch (err) {
+    throw new WireFormatError('invalid-json', `value after the schema id is not JSON: ${(err as Error).message}`);
+  }
+  return { schemaId, payload, size: value.length - 5 };
+}
+
+type Metadata = Pick<
+  EventoConsultado,
+  'event_id' | 'tipo' | 'versao_schema' | 'timestamp' | 'origem' | 'correlacao_id' | 'causation_id'
+>;
+
+export function buildHeaders(
+  meta: Metadata,
+  extra: { traceparent?: string; partitionKey?: string } = {},
+): Record<string, string> {
+  const h: Record<string, string> = {
+    [HEADER.specversion]: '1.0',
+    [HEADER.id]: meta.event_id,
+    [HEADER.type]: meta.tipo,
+    [HEADER.source]: meta.origem,
+    [HEADER.time]: meta.timestamp,
+    [HEADER.contentType]: 'application/json',
+    [HEADER.versaoSchema]: meta.versao_schema,
+  };
+  if (meta.correlacao_id) h[HEADER.correlacaoId] = meta.correlacao_id;
+  if (meta.causation_id) h[HEADER.causationId] = meta.causation_id;
+  if (extra.partitionKey) h[HEADER.partitionKey] = extra.partitionKey;
+  if (extra.traceparent) h[HEADER.traceparent] = extra.traceparent;
+  return h;
+}
+
+/** Reads a header as a string (kafkajs gives Buffers, possibly arrays). */
+export function headerString(headers: IHeaders | undefined, name: string): string | undefined {
+  const v = headers?.[name];
+  const first = Array.isArray(v) ? v[0] : v;
+  if (first === undefined || first === null) return undefined;
+  return Buffer.isBuffer(first) ? first.toString('utf8') : String(first);
+}
+
+/**
+ * Event metadata from CloudEvents headers. `versao_schema` defaults to 1.0.0 and
+ * `correlacao_id` to the event id, as on publish. Throws `missing-header` naming the header.
+ */
+export function parseHeaders(headers: IHeaders | undefined): Metadata & { traceparent?: string } {
+  const need = (name: string): string => {
+    const v = headerString(headers, name);
+    if (!v) throw new WireFormatError('missing-header', `required header '${name}' is missing`);
+    return v;
+  };
+  const event_id = need(HEADER.id);
+  const traceparent = headerString(headers, HEADER.traceparent);
+  return {
+    event_id,
+    tipo: need(HEADER.type),
+    origem: need(HEADER.source),
+    timestamp: need(HEADER.time),
+    versao_schema: headerString(headers, HEADER.versaoSchema) ?? '1.0.0',
+    correlacao_id: headerString(headers, HEADER.correlacaoId) ?? event_id,
+    causation_id: headerString(headers, HEADER.causationId) ?? null,
+    ...(traceparent ? { traceparent } : {}),
+  };
+}
