@@ -2,6 +2,7 @@ import knexFactory, { type Knex } from 'knex';
 import pg from 'pg';
 import * as initCore from './20260808112047_init_core';
 import * as dlqUnique from './20260814154200_add_dlq_unique_event_colonia';
+import * as causation from './20261130120000_add_event_log_causation_id';
 
 /**
  * The `core` schema's migrations, in order. Landed migrations are never edited: add a file
@@ -14,6 +15,7 @@ export const MIGRATIONS: ReadonlyArray<{
 }> = [
   { name: '20260808112047_init_core', module: initCore },
   { name: '20260814154200_add_dlq_unique_event_colonia', module: dlqUnique },
+  { name: '20261130120000_add_event_log_causation_id', module: causation },
 ];
 
 const source: Knex.MigrationSource<(typeof MIGRATIONS)[number]> = {

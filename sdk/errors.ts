@@ -126,7 +126,13 @@ export class WireFormatError extends FeromoniosError {
   override name = 'WireFormatError';
   constructor(
     readonly reason:
-      'not-wire-format' | 'unknown-schema-id' | 'invalid-json' | 'schema-invalid' | 'too-large' | 'missing-header',
+      | 'not-wire-format'
+      | 'unknown-schema-id'
+      | 'invalid-json'
+      | 'schema-invalid'
+      | 'too-large'
+      | 'missing-header'
+      | 'invalid-header',
     message: string,
   ) {
     super('WIRE_FORMAT', message);

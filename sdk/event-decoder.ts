@@ -47,10 +47,16 @@ export class EventDecoder {
       !isUuid(meta.correlacao_id) ||
       (meta.causation_id !== null && !isUuid(meta.causation_id))
     ) {
-      throw new WireFormatError('missing-header', 'ce_id, ce_correlacaoid and ce_causationid must be UUIDs');
+      throw new WireFormatError('invalid-header', 'ce_id, ce_correlacaoid and ce_causationid must be UUIDs');
     }
     if (!isIsoTimestamp(meta.timestamp))
-      throw new WireFormatError('missing-header', `ce_time is not ISO-8601: ${JSON.stringify(meta.timestamp)}`);
+      throw new WireFormatError('invalid-header', `ce_time is not ISO-8601: ${JSON.stringify(meta.timestamp)}`);
+    if (meta.origem.length > 100 || meta.tipo.length > 255 || meta.versao_schema.length > 20) {
+      throw new WireFormatError(
+        'invalid-header',
+        'ce_source longer than 100, ce_type than 255 or ce_versaoschema than 20 characters',
+      );
+    }
     if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) {
       throw new WireFormatError('schema-invalid', 'payload is not a JSON object');
     }

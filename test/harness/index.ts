@@ -51,6 +51,8 @@ export function trackClient(label: string): () => void {
   return () => openClients().delete(key);
 }
 
+type Truthy<T> = Exclude<T, false | null | undefined | 0 | ''>;
+
 /** Resolves once `condition` is truthy, polling; fails with `message` after `timeoutMs`. */
 export async function waitFor<T>(
   condition: () => T | Promise<T>,
@@ -59,13 +61,13 @@ export async function waitFor<T>(
     intervalMs = 50,
     message = 'condition',
   }: { timeoutMs?: number; intervalMs?: number; message?: string } = {},
-): Promise<NonNullable<T>> {
+): Promise<Truthy<T>> {
   const deadline = Date.now() + timeoutMs;
   let lastError: unknown;
   for (;;) {
     try {
       const v = await condition();
-      if (v) return v;
+      if (v) return v as Truthy<T>;
     } catch (err) {
       lastError = err;
     }

@@ -1,0 +1,81 @@
+/**
+ * The bridge process: `npx tsx bridge/main.ts` (configuration: bridge/config.ts, .env.example).
+ * Applies pending migrations, then mirrors every event topic into core.event_log until SIGTERM.
+ */
+import pg from 'pg';
+import { migrateLatest } from '../migrations';
+import { SchemaCatalog } from '../sdk/catalog';
+import { ConfigError } from '../sdk/errors';
+import { jsonLogger } from '../sdk/logger';
+import { ConfluentSchemaRegistry } from '../sdk/registry';
+import { defaultTopicSettings, TopicNames } from '../sdk/topics';
+import { Bridge } from './bridge';
+import { loadBridgeConfig } from './config';
+import { BridgeMetrics } from './metrics';
+import { startOpsServer } from './ops-server';
+
+async function main(): Promise<void> {
+  let cfg;
+  try {
+    cfg = loadBridgeConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      console.error(`bridge: ${err.message}`);
+      process.exit(2);
+    }
+    throw err;
+  }
+  const logger = jsonLogger('bridge', cfg.LOG_LEVEL);
+  await migrateLatest(cfg.DATABASE_URL);
+  const pool = new pg.Pool({ connectionString: cfg.DATABASE_URL, max: 4, connectionTimeoutMillis: 5000 });
+  pool.on('error', (err) => logger.warn('idle database connection failed', { error: err.message }));
+  const metrics = new BridgeMetrics();
+  const bridge = new Bridge({
+    brokers: cfg.KAFKA_BROKERS,
+    clientId: `feromonios-bridge-${process.pid}`,
+    groupId: cfg.BRIDGE_GROUP_ID,
+    pool,
+    registry: new ConfluentSchemaRegistry({ url: cfg.SCHEMA_REGISTRY_URL }),
+    catalog: SchemaCatalog.load(),
+    topics: new TopicNames(cfg.FEROMONIOS_TOPIC_NAMESPACE),
+    topicSettings: defaultTopicSettings,
+    redaction: { key: cfg.BRIDGE_REDACTION_KEY, coordinateDecimals: cfg.BRIDGE_COORDINATE_DECIMALS },
+    batchSize: cfg.BRIDGE_BATCH_SIZE,
+    flushIntervalMs: cfg.BRIDGE_FLUSH_INTERVAL_MS,
+    topicRefreshMs: cfg.BRIDGE_TOPIC_REFRESH_MS,
+    maxPayloadBytes: cfg.BRIDGE_MAX_PAYLOAD_BYTES,
+    logger,
+    metrics,
+  });
+  const server = await startOpsServer(cfg.BRIDGE_PORT, metrics.registry, () => bridge.ready());
+  await bridge.start();
+  logger.info('bridge listening', { port: cfg.BRIDGE_PORT });
+
+  let stopping = false;
+  const shutdown = (signal: string): void => {
+    if (stopping) return;
+    stopping = true;
+    logger.info('shutting down', { signal });
+    void (async () => {
+      await bridge.stop();
+      await pool.end();
+      server.close();
+      process.exit(0);
+    })();
+  };
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => shutdown('SIGINT'));
+}
+
+main().catch((err: unknown) => {
+  console.error(
+    JSON.stringify({
+      level: 'error',
+      component: 'bridge',
+      msg: 'fatal',
+      error: (err as Error).message,
+      stack: (err as Error).stack,
+    }),
+  );
+  process.exit(1);
+});

@@ -1,0 +1,62 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+/** The bridge's Prometheus metrics (served at /metrics). */
+export class BridgeMetrics {
+  readonly registry = new Registry();
+  readonly consumed = new Counter({
+    name: 'feromonios_bridge_consumed_total',
+    help: 'Records read from event topics.',
+    labelNames: ['topic'],
+    registers: [this.registry],
+  });
+  readonly inserted = new Counter({
+    name: 'feromonios_bridge_inserted_total',
+    help: 'Events written to core.event_log.',
+    labelNames: ['tipo'],
+    registers: [this.registry],
+  });
+  readonly duplicates = new Counter({
+    name: 'feromonios_bridge_duplicates_total',
+    help: 'Redelivered event_ids dropped without a sequence number.',
+    registers: [this.registry],
+  });
+  readonly quarantined = new Counter({
+    name: 'feromonios_bridge_quarantined_total',
+    help: 'Records sent to the quarantine topic, by reason.',
+    labelNames: ['reason'],
+    registers: [this.registry],
+  });
+  readonly retries = new Counter({
+    name: 'feromonios_bridge_retries_total',
+    help: 'Retries after a retriable failure, by dependency.',
+    labelNames: ['dependency'],
+    registers: [this.registry],
+  });
+  readonly batchSize = new Histogram({
+    name: 'feromonios_bridge_batch_size',
+    help: 'Events per database transaction.',
+    buckets: [1, 10, 50, 100, 250, 500, 1000, 2500, 5000],
+    registers: [this.registry],
+  });
+  readonly insertDuration = new Histogram({
+    name: 'feromonios_bridge_insert_duration_seconds',
+    help: 'Duration of one event_log transaction, in seconds.',
+    buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+    registers: [this.registry],
+  });
+  readonly lag = new Gauge({
+    name: 'feromonios_bridge_lag',
+    help: 'Records behind the high watermark, per partition.',
+    labelNames: ['topic', 'partition'],
+    registers: [this.registry],
+  });
+  readonly highestSequence = new Gauge({
+    name: 'feromonios_bridge_highest_sequence',
+    help: 'Highest sequence_number this instance wrote.',
+    registers: [this.registry],
+  });
+
+  constructor() {
+    collectDefaultMetrics({ register: this.registry });
+  }
+}

@@ -1,0 +1,51 @@
+import pg from 'pg';
+import { Bridge, type BridgeOptions } from '../../bridge/bridge';
+import { BridgeMetrics } from '../../bridge/metrics';
+import { silentLogger, type EventBus } from '../../sdk';
+import { registerCleanup, serviceEnv, type TestDatabase } from './index';
+
+export const TEST_REDACTION_KEY = 'test-only-redaction-key-0123456789abcdef';
+
+/** An in-process bridge following the bus's namespace into the test database; stopped at file end. */
+export async function startTestBridge(
+  bus: EventBus,
+  db: TestDatabase,
+  overrides: Partial<BridgeOptions> = {},
+): Promise<{ bridge: Bridge; metrics: BridgeMetrics }> {
+  const pool = new pg.Pool({ connectionString: db.url, max: 3 });
+  const metrics = new BridgeMetrics();
+  const bridge = new Bridge({
+    brokers: serviceEnv().brokers,
+    clientId: 'test-bridge',
+    groupId: `${bus.topics.namespace}-bridge`,
+    pool,
+    registry: bus.registry,
+    catalog: bus.catalog,
+    topics: bus.topics,
+    topicSettings: bus.options.topics,
+    redaction: { key: TEST_REDACTION_KEY, coordinateDecimals: 2 },
+    batchSize: 500,
+    flushIntervalMs: 100,
+    topicRefreshMs: 500,
+    maxPayloadBytes: 1024 * 1024,
+    logger: silentLogger,
+    metrics,
+    ...overrides,
+  });
+  registerCleanup(async () => {
+    await bridge.stop();
+    await pool.end();
+  });
+  await bridge.start();
+  return { bridge, metrics };
+}
+
+/** Rows of core.event_log in sequence order. */
+export async function logRows(
+  db: TestDatabase,
+): Promise<Array<Record<string, unknown> & { sequence_number: string; event_id: string }>> {
+  const { rows } = await db.pool.query<Record<string, unknown> & { sequence_number: string; event_id: string }>(
+    'SELECT sequence_number::text AS sequence_number, event_id::text, tipo, versao_schema, timestamp, origem, correlacao_id::text, causation_id::text, payload FROM core.event_log ORDER BY sequence_number',
+  );
+  return rows;
+}
