@@ -37,6 +37,8 @@ export interface BridgeOptions {
   /** How often new topics are looked for, in milliseconds. */
   topicRefreshMs: number;
   maxPayloadBytes: number;
+  /** Fault injection only: random delay before each COMMIT, in milliseconds (0 = off). */
+  commitJitterMs?: number;
   logger: Logger;
   metrics: BridgeMetrics;
 }
@@ -207,7 +209,9 @@ export class Bridge {
         if (sent === ABORTED) return;
       }
       const t0 = process.hrtime.bigint();
-      const result = await this.retrying('database', ctl, () => appendToEventLog(this.o.pool, rows));
+      const result = await this.retrying('database', ctl, () =>
+        appendToEventLog(this.o.pool, rows, this.o.commitJitterMs),
+      );
       if (result === ABORTED) return;
       this.lastDbOk = true;
       this.o.metrics.insertDuration.observe(Number(process.hrtime.bigint() - t0) / 1e9);

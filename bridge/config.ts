@@ -37,6 +37,13 @@ export const bridgeEnv = {
     unit: 'bytes',
     doc: 'Records larger than this are quarantined.',
   }),
+  BRIDGE_FAULT_COMMIT_JITTER_MS: env.int({
+    min: 0,
+    max: 10000,
+    default: 0,
+    unit: 'milliseconds',
+    doc: 'Fault injection for tests: random delay before each COMMIT. Leave 0.',
+  }),
   DLQ_MAX_TENTATIVAS: env.int({
     min: 1,
     max: 1000,

@@ -31,7 +31,12 @@ export const EVENT_LOG_LOCK_KEY = 0x6665726f6c6f67n; // 'ferolog'
  * `event_id`s are filtered out under the lock before the INSERT, so a redelivery never burns a
  * `sequence_number` (`ON CONFLICT DO NOTHING` would: it evaluates `nextval` first).
  */
-export async function appendToEventLog(pool: pg.Pool, rows: LogRow[]): Promise<WriteResult> {
+export async function appendToEventLog(
+  pool: pg.Pool,
+  rows: LogRow[],
+  /** Fault injection only: up to this many milliseconds of random delay before COMMIT. */
+  commitJitterMs = 0,
+): Promise<WriteResult> {
   const seen = new Set<string>();
   const unique: LogRow[] = [];
   const duplicates: string[] = [];
@@ -79,6 +84,7 @@ export async function appendToEventLog(pool: pg.Pool, rows: LogRow[]): Promise<W
       );
       inserted = res.rows;
     }
+    if (commitJitterMs > 0) await client.query('SELECT pg_sleep($1)', [(Math.random() * commitJitterMs) / 1000]);
     await client.query('COMMIT');
     return { inserted, duplicates };
   } catch (err) {

@@ -44,6 +44,7 @@ async function main(): Promise<void> {
     flushIntervalMs: cfg.BRIDGE_FLUSH_INTERVAL_MS,
     topicRefreshMs: cfg.BRIDGE_TOPIC_REFRESH_MS,
     maxPayloadBytes: cfg.BRIDGE_MAX_PAYLOAD_BYTES,
+    commitJitterMs: cfg.BRIDGE_FAULT_COMMIT_JITTER_MS,
     logger,
     metrics,
   });

@@ -1,12 +1,25 @@
 /**
- * `npm start`: the main job on a fresh machine. Brings the services up, prepares the
- * database, and runs every Feromônios component that exists so far, then says where to look.
+ * `npm start`: the main job on a fresh machine. Brings the services up, prepares the database,
+ * syncs the schemas, runs the bridge, publishes the seed's sample flow as a demo colony, shows
+ * it in core.event_log (redacted), and keeps the bridge running until Ctrl-C.
+ * `npm start -- --once` exits after the demo (used by test/quickstart.e2e.test.ts).
  */
+import { randomUUID } from 'node:crypto';
 import pg from 'pg';
-import { migrateLatest } from '../migrations';
+import { Bridge } from '../bridge/bridge';
+import { BridgeMetrics } from '../bridge/metrics';
+import { startOpsServer } from '../bridge/ops-server';
 import { up } from '../infra/services';
+import { migrateLatest } from '../migrations';
+import { EventBus, silentLogger } from '../sdk';
+import { jsonLogger } from '../sdk/logger';
+import { SAMPLE_PAYLOADS } from '../sdk/testing';
 
 const log = (msg: string): void => console.log(`[start] ${msg}`);
+const once = process.argv.includes('--once');
+const namespace = process.env.FEROMONIOS_TOPIC_NAMESPACE ?? 'feromonios';
+const demoDb = process.env.FEROMONIOS_DEMO_DB ?? 'feromonios';
+const bridgePort = Number(process.env.BRIDGE_PORT ?? 9464);
 
 async function ensureDatabase(serverUrl: string, name: string): Promise<string> {
   const admin = new pg.Client({ connectionString: serverUrl });
@@ -23,15 +36,97 @@ async function ensureDatabase(serverUrl: string, name: string): Promise<string> 
 }
 
 async function main(): Promise<void> {
-  log('starting Kafka, the schema registry and PostgreSQL (first run downloads the jars)…');
+  log('starting Kafka, the schema registry and PostgreSQL (the first run downloads the jars)…');
   const { endpoints, started } = await up();
   log(`services ready (${started.length ? `started ${started.join(', ')}` : 'already running'})`);
-  const databaseUrl = await ensureDatabase(endpoints.DATABASE_URL, 'feromonios');
+  const databaseUrl = await ensureDatabase(endpoints.DATABASE_URL, demoDb);
   const applied = await migrateLatest(databaseUrl);
   log(`database ${databaseUrl}: ${applied.length ? `applied ${applied.join(', ')}` : 'schema up to date'}`);
-  log('coming next (open issues): schema sync, the bridge, the demo colony, the audit API.');
-  for (const [k, v] of Object.entries({ ...endpoints, DATABASE_URL: databaseUrl })) log(`${k}=${v}`);
-  log('stop the services with `npm run infra:down`.');
+
+  const brokers = endpoints.KAFKA_BROKERS.split(',');
+  const bus = new EventBus({
+    brokers,
+    registryUrl: endpoints.SCHEMA_REGISTRY_URL,
+    namespace,
+    clientId: 'demo-colony',
+    logger: silentLogger,
+  });
+  const synced = await bus.sincronizarSchemas();
+  log(`schemas synced: ${synced.map((s) => `${s.tipo}@${s.versao}=${s.id ?? '?'}`).join(', ')}`);
+
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: 4 });
+  pool.on('error', () => undefined);
+  const metrics = new BridgeMetrics();
+  const redactionKey = process.env.BRIDGE_REDACTION_KEY ?? `demo-only-key-${randomUUID()}`;
+  const bridge = new Bridge({
+    brokers,
+    clientId: 'feromonios-bridge-demo',
+    groupId: `${namespace}-bridge`,
+    pool,
+    registry: bus.registry,
+    catalog: bus.catalog,
+    topics: bus.topics,
+    topicSettings: bus.options.topics,
+    redaction: { key: redactionKey, coordinateDecimals: 2 },
+    batchSize: 500,
+    flushIntervalMs: 100,
+    topicRefreshMs: 1000,
+    maxPayloadBytes: 1024 * 1024,
+    logger: jsonLogger('bridge', 'warn'),
+    metrics,
+  });
+  const server = await startOpsServer(bridgePort, metrics.registry, () => bridge.ready());
+
+  // The demo colony: D-1a → D-1b → D-3, one flow (seed section 7.3), fresh ids each run.
+  const correlacao_id = randomUUID();
+  const flow = ['demanda.recebida', 'demanda.normalizada', 'demanda.categorizada'] as const;
+  const origem = { 'demanda.recebida': 'D-1a', 'demanda.normalizada': 'D-1b', 'demanda.categorizada': 'D-3' };
+  const published = [];
+  for (const tipo of flow)
+    published.push(
+      await bus.publicar({ tipo, origem: origem[tipo], correlacao_id, payload: { ...SAMPLE_PAYLOADS[tipo] } }),
+    );
+  log(`demo colony published ${published.length} events of flow ${correlacao_id}`);
+  await bridge.start();
+
+  const deadline = Date.now() + 60_000;
+  let rows: Array<Record<string, unknown>> = [];
+  while (Date.now() < deadline) {
+    rows = (
+      await pool.query<Record<string, unknown>>(
+        'SELECT sequence_number::text, tipo, origem, payload FROM core.event_log WHERE correlacao_id = $1 ORDER BY sequence_number',
+        [correlacao_id],
+      )
+    ).rows;
+    if (rows.length === flow.length) break;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  if (rows.length !== flow.length)
+    throw new Error(`the bridge wrote ${rows.length}/${flow.length} demo events within 60 s`);
+  log('the flow in core.event_log (redacted: texto_bruto hashed, cidadao_id removed, coordinates rounded):');
+  for (const r of rows)
+    log(`  #${String(r.sequence_number)} ${String(r.tipo)} from ${String(r.origem)}: ${JSON.stringify(r.payload)}`);
+  log(`bridge metrics: http://127.0.0.1:${bridgePort}/metrics, readiness: http://127.0.0.1:${bridgePort}/ready`);
+  log(
+    `trace of the demo flow: psql "${databaseUrl}" -c "SELECT * FROM core.event_log WHERE correlacao_id = '${correlacao_id}'"`,
+  );
+  log(
+    'coming next (open issues): the audit API with GET /api/events/trace/<correlacao_id>, a demo subscriber (inscrever), DLQ reprocessing.',
+  );
+
+  const shutdown = async (): Promise<void> => {
+    await bridge.stop();
+    await bus.encerrar();
+    await pool.end();
+    server.close();
+  };
+  if (once) {
+    await shutdown();
+    return;
+  }
+  log('the bridge keeps running; Ctrl-C stops it (the services stay up: `npm run infra:down`).');
+  process.once('SIGINT', () => void shutdown().then(() => process.exit(0)));
+  process.once('SIGTERM', () => void shutdown().then(() => process.exit(0)));
 }
 
 main().catch((err: unknown) => {

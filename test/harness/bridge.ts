@@ -1,3 +1,5 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
 import pg from 'pg';
 import { Bridge, type BridgeOptions } from '../../bridge/bridge';
 import { BridgeMetrics } from '../../bridge/metrics';
@@ -13,6 +15,7 @@ export async function startTestBridge(
   overrides: Partial<BridgeOptions> = {},
 ): Promise<{ bridge: Bridge; metrics: BridgeMetrics }> {
   const pool = new pg.Pool({ connectionString: db.url, max: 3 });
+  pool.on('error', () => undefined);
   const metrics = new BridgeMetrics();
   const bridge = new Bridge({
     brokers: serviceEnv().brokers,
@@ -48,4 +51,49 @@ export async function logRows(
     'SELECT sequence_number::text AS sequence_number, event_id::text, tipo, versao_schema, timestamp, origem, correlacao_id::text, causation_id::text, payload FROM core.event_log ORDER BY sequence_number',
   );
   return rows;
+}
+
+export interface BridgeProcess {
+  child: ChildProcess;
+  /** Resolves with the exit code (or the signal name) when the process ends. */
+  exited: Promise<number | string>;
+  output: () => string;
+}
+
+let nextPort = 19500 + Math.floor(Math.random() * 400);
+
+/** Runs `bridge/main.ts` as a real process (kill -9 tests, SIGTERM tests); killed at file end. */
+export function spawnBridge(bus: EventBus, db: TestDatabase, env: Record<string, string> = {}): BridgeProcess {
+  const root = path.resolve(__dirname, '..', '..');
+  // `node --import tsx` (not the tsx CLI, which forks): the pid is the bridge itself, so kill -9 kills it.
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'bridge', 'main.ts')], {
+    cwd: root,
+    env: {
+      ...process.env,
+      KAFKA_BROKERS: serviceEnv().brokers.join(','),
+      SCHEMA_REGISTRY_URL: serviceEnv().registryUrl,
+      DATABASE_URL: db.url,
+      FEROMONIOS_TOPIC_NAMESPACE: bus.topics.namespace,
+      BRIDGE_GROUP_ID: `${bus.topics.namespace}-bridge`,
+      BRIDGE_REDACTION_KEY: TEST_REDACTION_KEY,
+      BRIDGE_PORT: String(nextPort++),
+      BRIDGE_TOPIC_REFRESH_MS: '1000',
+      LOG_LEVEL: 'warn',
+      ...env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr?.on('data', (d: Buffer) => (out += d.toString()));
+  const exited = new Promise<number | string>((resolve) =>
+    child.once('exit', (code, signal) => resolve(code ?? signal ?? -1)),
+  );
+  registerCleanup(async () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill('SIGKILL');
+      await exited;
+    }
+  });
+  return { child, exited, output: () => out };
 }

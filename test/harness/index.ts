@@ -104,6 +104,7 @@ export async function createTestDatabase(): Promise<TestDatabase> {
   u.pathname = `/${name}`;
   const url = u.toString();
   const pool = new pg.Pool({ connectionString: url, max: 5 });
+  pool.on('error', () => undefined); // idle clients die when a test restarts PostgreSQL
   registerCleanup(async () => {
     await pool.end();
     const a = new pg.Client({ connectionString: databaseUrl });
