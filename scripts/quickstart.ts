@@ -77,6 +77,18 @@ async function main(): Promise<void> {
   });
   const server = await startOpsServer(bridgePort, metrics.registry, () => bridge.ready());
 
+  // A demo subscriber: colony D-4 handles the flow live (full payload, before redaction).
+  const handled: string[] = [];
+  for (const tipo of ['demanda.recebida', 'demanda.categorizada'] as const) {
+    bus.inscrever(tipo, 'D-4', (e) => {
+      handled.push(e.tipo);
+      log(
+        `subscriber D-4 handled ${e.tipo} ${e.event_id} live (partition ${e.posicao?.particao ?? '?'}, offset ${e.posicao?.offset ?? '?'})`,
+      );
+    });
+  }
+  await bus.inscricoesProntas();
+
   // The demo colony: D-1a → D-1b → D-3, one flow (seed section 7.3), fresh ids each run.
   const correlacao_id = randomUUID();
   const flow = ['demanda.recebida', 'demanda.normalizada', 'demanda.categorizada'] as const;

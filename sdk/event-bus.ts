@@ -9,6 +9,8 @@ import { Publisher } from './publisher';
 import { ConfluentSchemaRegistry, type SchemaRegistry } from './registry';
 import { SchemaIdResolver } from './schema-ids';
 import { syncSchemas, type SchemaSyncEntry } from './schema-sync';
+import { EventDecoder } from './event-decoder';
+import { ColonySubscriber, type ManipuladorEvento, type OpcoesInscricao } from './subscriber';
 import { TopicNames } from './topics';
 
 /**
@@ -27,6 +29,8 @@ export class EventBus {
   readonly logger: Logger;
   private readonly kafka: Kafka;
   private readonly publisher: Publisher;
+  private readonly decoder: EventDecoder;
+  private readonly colonias = new Map<string, ColonySubscriber>();
   private closed = false;
 
   constructor(input: EventBusInput) {
@@ -52,6 +56,7 @@ export class EventBus {
       logLevel: kafkaLogLevel.WARN,
       logCreator: kafkaLogs(this.logger),
     });
+    this.decoder = new EventDecoder(this.registry, this.catalog);
     this.publisher = new Publisher({
       kafka: this.kafka,
       catalog: this.catalog,
@@ -86,15 +91,58 @@ export class EventBus {
     return this.publisher.publicarLote(dtos);
   }
 
+  /**
+   * Registers a colony's handler for one event type (seed 4.2), synchronously. Each colony is
+   * one consumer group; the calls a colony makes at boot join it once, a later call still
+   * works. Handlers run independently under protection: span, metrics, bounded retries with
+   * backoff, timeout, then the colony's DLQ topic — the partition always moves on.
+   * `await bus.inscricoesProntas()` resolves once the groups have joined.
+   */
+  inscrever(tipo: string, colonia: string, manipulador: ManipuladorEvento, opcoes: OpcoesInscricao = {}): void {
+    this.assertOpen();
+    if (typeof manipulador !== 'function') throw new FeromoniosError('INVALID_FIELD', 'manipulador must be a function');
+    if (!this.catalog.tipo(tipo))
+      throw new FeromoniosError('UNKNOWN_TYPE', `Tipo de evento não registrado no Registry: '${tipo}'`);
+    this.topics.dlq(colonia); // validates the colony code
+    let sub = this.colonias.get(colonia);
+    if (!sub) {
+      sub = new ColonySubscriber({
+        kafka: this.kafka,
+        colonia,
+        topics: this.topics,
+        topicSettings: this.options.topics,
+        decoder: this.decoder,
+        logger: this.logger,
+        metrics: this.metrics,
+        partitionsConcurrently: this.options.consumo.particoesEmParalelo,
+        dedupWindow: this.options.consumo.janelaDeduplicacao,
+        fromBeginning: this.options.consumo.desdeOInicio,
+        sessionTimeoutMs: this.options.consumo.sessionTimeoutMs,
+      });
+      this.colonias.set(colonia, sub);
+    }
+    sub.add(tipo, manipulador, opcoes);
+  }
+
+  /** Resolves when every colony's group (or `colonia`'s) has joined with its subscriptions. */
+  async inscricoesProntas(colonia?: string): Promise<void> {
+    const subs = colonia ? [this.colonias.get(colonia)] : [...this.colonias.values()];
+    await Promise.all(subs.map((s) => (s ? s.pronto() : Promise.resolve())));
+  }
+
   /** Registers every catalog version with the registry (what `npm run schemas:sync` does). */
   async sincronizarSchemas(): Promise<SchemaSyncEntry[]> {
     return syncSchemas(this.registry, this.catalog, this.topics);
   }
 
-  /** Stops the bus: disconnects the producer. Further calls throw `BUS_CLOSED`. */
+  /**
+   * Stops the bus: consumers stop fetching, in-flight handlers finish (or are aborted at their
+   * timeout), offsets are committed, everything disconnects. Further calls throw `BUS_CLOSED`.
+   */
   async encerrar(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    await Promise.all([...this.colonias.values()].map((s) => s.close()));
     await this.publisher.close();
   }
 

@@ -27,4 +27,13 @@ export { TopicNames, ensureTopics, defaultTopicSettings, type TopicSettings } fr
 export { encodeValue, decodeValue, buildHeaders, parseHeaders, HEADER } from './wire-format';
 export { MAX_PAYLOAD_BYTES } from './validation';
 export { jsonLogger, silentLogger, type Logger } from './logger';
+export {
+  DLQ_HEADERS,
+  HandlerTimeoutError,
+  MAX_MANIPULADORES_POR_TIPO,
+  defaultOpcoesInscricao,
+  type ManipuladorEvento,
+  type OpcoesInscricao,
+  type ContextoEntrega,
+} from './subscriber';
 export { EventDecoder } from './event-decoder';

@@ -7,6 +7,9 @@ import { Counter, Histogram, Registry } from 'prom-client';
 export class SdkMetrics {
   readonly published: Counter<'tipo' | 'origem' | 'result'>;
   readonly publishDuration: Histogram<'tipo' | 'origem' | 'result'>;
+  readonly consumed: Counter<'tipo' | 'colonia' | 'result'>;
+  readonly handlerDuration: Histogram<'tipo' | 'colonia' | 'result'>;
+  readonly deadLettered: Counter<'colonia' | 'manipulador'>;
 
   constructor(readonly registry: Registry = new Registry()) {
     this.published = getOrCreate(
@@ -29,6 +32,40 @@ export class SdkMetrics {
           help: 'Time from publicar() to the broker acknowledgement, in seconds.',
           labelNames: ['tipo', 'origem', 'result'],
           buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+          registers: [registry],
+        }),
+    );
+    this.consumed = getOrCreate(
+      registry,
+      'feromonios_consume_total',
+      () =>
+        new Counter({
+          name: 'feromonios_consume_total',
+          help: 'Handler runs, by type, colony and result (success, failure, timeout, duplicate).',
+          labelNames: ['tipo', 'colonia', 'result'],
+          registers: [registry],
+        }),
+    );
+    this.handlerDuration = getOrCreate(
+      registry,
+      'feromonios_handler_duration_seconds',
+      () =>
+        new Histogram({
+          name: 'feromonios_handler_duration_seconds',
+          help: 'Duration of one handler run, in seconds.',
+          labelNames: ['tipo', 'colonia', 'result'],
+          buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30],
+          registers: [registry],
+        }),
+    );
+    this.deadLettered = getOrCreate(
+      registry,
+      'feromonios_dlq_sent_total',
+      () =>
+        new Counter({
+          name: 'feromonios_dlq_sent_total',
+          help: 'Messages sent to a colony DLQ topic, by colony and handler.',
+          labelNames: ['colonia', 'manipulador'],
           registers: [registry],
         }),
     );

@@ -29,6 +29,17 @@ export interface EventBusOptions {
   registryTimeoutMs: number;
   /** Retries of a retriable registry failure. */
   registryRetries: number;
+  /** Consuming (`inscrever`). */
+  consumo: {
+    /** Partitions a colony handles in parallel (order within each partition is kept). */
+    particoesEmParalelo: number;
+    /** Recent event_ids each colony remembers to drop duplicate deliveries. */
+    janelaDeduplicacao: number;
+    /** Where a colony's new group starts: `false` = new events only (the seed's cursor seed). */
+    desdeOInicio: boolean;
+    /** Group session timeout, in milliseconds (handlers may run longer: heartbeats continue). */
+    sessionTimeoutMs: number;
+  };
 }
 
 export const defaultEventBusOptions = {
@@ -38,6 +49,7 @@ export const defaultEventBusOptions = {
   publishTimeoutMs: 10_000,
   registryTimeoutMs: 2_000,
   registryRetries: 1,
+  consumo: { particoesEmParalelo: 3, janelaDeduplicacao: 10_000, desdeOInicio: false, sessionTimeoutMs: 30_000 },
 } satisfies Partial<EventBusOptions>;
 
 export type EventBusInput = Partial<EventBusOptions> & Pick<EventBusOptions, 'brokers'>;
@@ -48,6 +60,7 @@ export function resolveOptions(input: EventBusInput): EventBusOptions {
     ...defaultEventBusOptions,
     ...input,
     topics: { ...defaultEventBusOptions.topics, ...input.topics },
+    consumo: { ...defaultEventBusOptions.consumo, ...input.consumo },
   };
   const problems: string[] = [];
   if (
@@ -83,6 +96,9 @@ export function resolveOptions(input: EventBusInput): EventBusOptions {
       `topics.retentionMs: expected a duration in milliseconds or -1, got ${JSON.stringify(o.topics.retentionMs)}`,
     );
   }
+  positive('consumo.particoesEmParalelo', o.consumo.particoesEmParalelo);
+  positive('consumo.janelaDeduplicacao', o.consumo.janelaDeduplicacao, 0);
+  positive('consumo.sessionTimeoutMs', o.consumo.sessionTimeoutMs, 6000);
   if (o.topics.minInsyncReplicas !== undefined) positive('topics.minInsyncReplicas', o.topics.minInsyncReplicas);
   if (problems.length > 0) throw new ConfigError(`invalid EventBus options: ${problems.join('; ')}`, problems);
   return o;

@@ -27,5 +27,7 @@ describe('README quick start (npm start)', () => {
     expect(res.stdout).not.toContain('"cidadao_id"');
     expect(res.stdout).not.toContain('Rua das Flores');
     expect(res.stdout).toMatch(/#\d+ demanda\.categorizada from D-3/);
+    expect(res.stdout).toMatch(/subscriber D-4 handled demanda\.recebida/);
+    expect(res.stdout).toMatch(/subscriber D-4 handled demanda\.categorizada/);
   }, 200_000);
 });

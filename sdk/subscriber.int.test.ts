@@ -1,0 +1,237 @@
+import { randomUUID } from 'node:crypto';
+import { Kafka, logLevel } from 'kafkajs';
+import type { EventoConsultado } from './contract';
+import { DLQ_HEADERS } from './subscriber';
+import { SAMPLE_PAYLOADS } from './testing';
+import type { EventBus } from './index';
+import { createTestBus } from '../test/harness/bus';
+import { readTopic, testKafka, waitFor } from '../test/harness';
+
+const categorizada = (patch: Record<string, unknown> = {}) => ({
+  tipo: 'demanda.categorizada',
+  origem: 'D-3',
+  payload: { ...SAMPLE_PAYLOADS['demanda.categorizada'], ...patch },
+});
+const fast = { tentativasExtras: 2, backoffInicialMs: 10, backoffMaxMs: 20 };
+const header = (m: { headers?: Record<string, unknown> }, name: string): string | undefined =>
+  (m.headers?.[name] as Buffer | undefined)?.toString();
+
+describe('inscrever over the real broker', () => {
+  it('T2: a registered handler receives every field, the full payload and the Kafka position', async () => {
+    const bus = await createTestBus();
+    const received: EventoConsultado[] = [];
+    bus.inscrever('demanda.recebida', 'D-4', (e) => void received.push(e));
+    await bus.inscricoesProntas();
+    const sent = await bus.publicar({
+      tipo: 'demanda.recebida',
+      origem: 'D-1a',
+      causation_id: randomUUID(),
+      payload: { ...SAMPLE_PAYLOADS['demanda.recebida'] },
+    });
+    await waitFor(() => received.length === 1);
+    expect(received[0]).toEqual(sent); // same fields, same position
+    expect(received[0]?.payload).toEqual(SAMPLE_PAYLOADS['demanda.recebida']); // full, not redacted
+  });
+
+  it('T10/T11: a failing handler is retried, then dead-lettered with its context; the other handlers run normally', async () => {
+    const bus = await createTestBus();
+    const attempts: number[] = [];
+    const ok: string[] = [];
+    bus.inscrever(
+      'demanda.categorizada',
+      'D-4',
+      function calcularRanking(_e, ctx) {
+        attempts.push(ctx.tentativa);
+        throw new Error('ranking indisponível');
+      },
+      fast,
+    );
+    bus.inscrever('demanda.categorizada', 'D-4', (e) => void ok.push(e.event_id), fast);
+    await bus.inscricoesProntas();
+    const sent = await bus.publicar(categorizada());
+    await waitFor(() => ok.length === 1);
+    const [dlq] = await readTopic(bus.topics.dlq('D-4'), 1);
+    expect(attempts).toEqual([1, 2, 3]);
+    expect(ok).toEqual([sent.event_id]);
+    expect(header(dlq!, 'ce_id')).toBe(sent.event_id);
+    expect(dlq!.key?.toString()).toBe(sent.event_id);
+    expect(header(dlq!, DLQ_HEADERS.handler)).toBe('calcularRanking');
+    expect(header(dlq!, DLQ_HEADERS.colonia)).toBe('D-4');
+    expect(header(dlq!, DLQ_HEADERS.group)).toBe(`${bus.topics.namespace}.colonia.D-4`);
+    expect(header(dlq!, DLQ_HEADERS.errorMessage)).toBe('ranking indisponível');
+    expect(header(dlq!, DLQ_HEADERS.errorStack)).toContain('calcularRanking');
+    expect(header(dlq!, DLQ_HEADERS.attempts)).toBe('3');
+    expect(header(dlq!, DLQ_HEADERS.topic)).toBe(sent.posicao?.topico);
+    expect(header(dlq!, DLQ_HEADERS.partition)).toBe(String(sent.posicao?.particao));
+    expect(header(dlq!, DLQ_HEADERS.offset)).toBe(sent.posicao?.offset);
+    expect(dlq!.value).toBeInstanceOf(Buffer); // the original record, re-deliverable
+  });
+
+  it('recovers in place when a retry succeeds: no DLQ', async () => {
+    const bus = await createTestBus();
+    let calls = 0;
+    bus.inscrever(
+      'demanda.categorizada',
+      'D-5',
+      () => {
+        calls++;
+        if (calls < 3) throw new Error('transitório');
+      },
+      fast,
+    );
+    await bus.inscricoesProntas();
+    await bus.publicar(categorizada());
+    await waitFor(() => calls === 3);
+    const text = await bus.metrics.registry.metrics();
+    expect(text).not.toMatch(/feromonios_dlq_sent_total\{colonia="D-5"/);
+    expect(text).toMatch(/feromonios_consume_total\{tipo="demanda.categorizada",colonia="D-5",result="success"\} 1/);
+  });
+
+  it('T20: type A failing does not hold type B', async () => {
+    const bus = await createTestBus();
+    const b: string[] = [];
+    bus.inscrever('demanda.categorizada', 'D-6', () => Promise.reject(new Error('A sempre falha')), {
+      tentativasExtras: 0,
+    });
+    bus.inscrever('demanda.normalizada', 'D-6', (e) => void b.push(e.event_id));
+    await bus.inscricoesProntas();
+    for (let i = 0; i < 5; i++) {
+      await bus.publicar(categorizada());
+      await bus.publicar({
+        tipo: 'demanda.normalizada',
+        origem: 'D-1b',
+        payload: { ...SAMPLE_PAYLOADS['demanda.normalizada'] },
+      });
+    }
+    await waitFor(() => b.length === 5);
+    expect((await readTopic(bus.topics.dlq('D-6'), 5)).length).toBeGreaterThanOrEqual(5);
+  });
+
+  it('fails a handler that never settles as timed out, dead-letters it, and moves on', async () => {
+    const bus = await createTestBus();
+    const handled: number[] = [];
+    bus.inscrever(
+      'demanda.categorizada',
+      'D-7',
+      function travado(e) {
+        if (e.payload.nivel_precedencia === 1) return new Promise(() => undefined);
+        handled.push(e.payload.nivel_precedencia as number);
+        return undefined;
+      },
+      { timeoutMs: 500 },
+    );
+    await bus.inscricoesProntas();
+    const key = randomUUID();
+    await bus.publicarLote([1, 2, 3].map((n) => ({ ...categorizada({ nivel_precedencia: n }), chave_particao: key })));
+    await waitFor(() => handled.length === 2);
+    expect(handled).toEqual([2, 3]);
+    const [dlq] = await readTopic(bus.topics.dlq('D-7'), 1);
+    expect(header(dlq!, DLQ_HEADERS.errorCode)).toBe('HANDLER_TIMEOUT');
+    expect(header(dlq!, DLQ_HEADERS.attempts)).toBe('1');
+  });
+
+  describe('poison messages', () => {
+    const { producer } = testKafka();
+    it('dead-letters an undecodable message and handles the good ones after it on the same partition', async () => {
+      const bus = await createTestBus();
+      const handled: string[] = [];
+      bus.inscrever('demanda.categorizada', 'D-8', (e) => void handled.push(e.event_id));
+      await bus.inscricoesProntas();
+      const p = await producer();
+      await p.send({
+        topic: bus.topics.evento('demanda.categorizada'),
+        acks: -1,
+        messages: [{ key: 'k', partition: 0, value: Buffer.from('lixo'), headers: { ce_id: randomUUID() } }],
+      });
+      const goods = [];
+      for (let i = 0; i < 3; i++) goods.push((await bus.publicar({ ...categorizada(), chave_particao: 'k' })).event_id);
+      await waitFor(() => handled.length === 3);
+      expect(handled).toEqual(goods);
+      const [dlq] = await readTopic(bus.topics.dlq('D-8'), 1);
+      expect(header(dlq!, DLQ_HEADERS.handler)).toBe('decodificador');
+      expect(dlq!.value?.toString()).toBe('lixo');
+    });
+  });
+
+  it('shares partitions between two instances of one colony: each event handled once', async () => {
+    const a = await createTestBus();
+    const b = await createTestBus({ namespace: a.topics.namespace });
+    const seen = new Map<string, string[]>();
+    const handler = (who: string) => (e: EventoConsultado) =>
+      void seen.set(e.event_id, [...(seen.get(e.event_id) ?? []), who]);
+    a.inscrever('demanda.categorizada', 'D-9', handler('a'));
+    b.inscrever('demanda.categorizada', 'D-9', handler('b'));
+    await Promise.all([a.inscricoesProntas(), b.inscricoesProntas()]);
+    await waitFor(async () => {
+      // both members must own partitions before we publish (rebalance after the second join)
+      const groups = await describeGroup(a, `${a.topics.namespace}.colonia.D-9`);
+      return groups === 2;
+    });
+    const sent = await a.publicarLote(
+      Array.from({ length: 60 }, () => ({ ...categorizada(), correlacao_id: randomUUID() })),
+    );
+    await waitFor(() => seen.size === 60);
+    await new Promise((r) => setTimeout(r, 500));
+    expect([...seen.values()].every((who) => who.length === 1)).toBe(true);
+    expect(new Set([...seen.values()].flat())).toEqual(new Set(['a', 'b']));
+    expect(sent.every((e) => seen.has(e.event_id))).toBe(true);
+  });
+
+  it('keeps a member through a handler longer than the session timeout (no eviction, no rebalance)', async () => {
+    const bus = await createTestBus({
+      consumo: { particoesEmParalelo: 1, janelaDeduplicacao: 100, desdeOInicio: false, sessionTimeoutMs: 6_000 },
+    });
+    const runs: string[] = [];
+    bus.inscrever(
+      'demanda.categorizada',
+      'D-10',
+      async (e) => {
+        runs.push(e.event_id);
+        await new Promise((r) => setTimeout(r, 9_000));
+      },
+      { timeoutMs: 20_000 },
+    );
+    await bus.inscricoesProntas();
+    const e = await bus.publicar(categorizada());
+    const after = await bus.publicar(categorizada());
+    await waitFor(() => runs.length === 2, { timeoutMs: 40_000 });
+    await new Promise((r) => setTimeout(r, 7_000)); // an evicted member's message would come back now
+    expect(runs.sort()).toEqual([e.event_id, after.event_id].sort()); // each once: no redelivery
+  }, 70_000);
+
+  it('accepts a later inscrever after boot and delivers to it', async () => {
+    const bus = await createTestBus();
+    bus.inscrever('demanda.categorizada', 'D-11', () => undefined);
+    await bus.inscricoesProntas();
+    const later: string[] = [];
+    bus.inscrever('parametros.atualizados', 'D-11', (e) => void later.push(e.event_id));
+    await bus.inscricoesProntas();
+    const e = await bus.publicar({
+      tipo: 'parametros.atualizados',
+      origem: 'D-4',
+      payload: { ...SAMPLE_PAYLOADS['parametros.atualizados'] },
+    });
+    await waitFor(() => later.includes(e.event_id));
+    expect(later).toEqual([e.event_id]);
+  });
+
+  it('refuses an unknown type, a bad colony code and a 31st handler, synchronously', async () => {
+    const bus = await createTestBus();
+    expect(() => bus.inscrever('nao.existe', 'D-4', () => undefined)).toThrow(/não registrado/);
+    expect(() => bus.inscrever('demanda.categorizada', 'D 4!', () => undefined)).toThrow(/colonia/);
+    for (let i = 0; i < 30; i++) bus.inscrever('demanda.categorizada', 'D-12', () => undefined);
+    expect(() => bus.inscrever('demanda.categorizada', 'D-12', () => undefined)).toThrow(/30 handlers/);
+    await bus.inscricoesProntas();
+  });
+});
+
+async function describeGroup(bus: EventBus, groupId: string): Promise<number> {
+  const admin = new Kafka({ clientId: 'describe', brokers: bus.options.brokers, logLevel: logLevel.NOTHING }).admin();
+  await admin.connect();
+  try {
+    const { groups } = await admin.describeGroups([groupId]);
+    return groups[0]?.state === 'Stable' ? (groups[0]?.members.length ?? 0) : 0;
+  } finally {
+    await admin.disconnect();
+  }
+}

@@ -1,0 +1,369 @@
+import type { Span } from '@opentelemetry/api';
+import { Partitioners, type Consumer, type EachMessagePayload, type Kafka, type Producer } from 'kafkajs';
+import type { EventoConsultado } from './contract';
+import { FeromoniosError, isRetriable } from './errors';
+import type { EventDecoder } from './event-decoder';
+import type { Logger } from './logger';
+import type { SdkMetrics } from './metrics';
+import { scrubText } from './redaction';
+import { ensureTopics, type TopicNames, type TopicSettings } from './topics';
+import { endSpan, startConsumerSpan } from './tracing';
+import { headerString, HEADER } from './wire-format';
+
+/** What a handler gets besides the event (optional second argument; seed handlers ignore it). */
+export interface ContextoEntrega {
+  /** 1 on the first try, then 2, 3… on in-place retries. */
+  tentativa: number;
+  /** Aborted when the handler timed out or the bus is closing: stop work that can be stopped. */
+  signal: AbortSignal;
+}
+
+/** A colony's handler (seed 4.2): receives the event with its full payload. */
+export type ManipuladorEvento = (evento: EventoConsultado, contexto: ContextoEntrega) => unknown;
+
+export interface OpcoesInscricao {
+  /** Longest a handler may run before it is failed as timed out and dead-lettered, in milliseconds. */
+  timeoutMs?: number;
+  /** In-place retries after the first failure (timeouts are not retried). */
+  tentativasExtras?: number;
+  /** First backoff between retries, in milliseconds; doubles each time up to `backoffMaxMs`. */
+  backoffInicialMs?: number;
+  /** Largest backoff between retries, in milliseconds. */
+  backoffMaxMs?: number;
+}
+
+export const defaultOpcoesInscricao = {
+  timeoutMs: 30_000,
+  tentativasExtras: 2,
+  backoffInicialMs: 100,
+  backoffMaxMs: 2_000,
+} satisfies Required<OpcoesInscricao>;
+
+/** Headers a dead-lettered message carries, besides the original ones (docs/consuming.md). */
+export const DLQ_HEADERS = {
+  topic: 'feromonios_dlq_topico',
+  partition: 'feromonios_dlq_particao',
+  offset: 'feromonios_dlq_offset',
+  timestamp: 'feromonios_dlq_timestamp',
+  group: 'feromonios_dlq_grupo',
+  colonia: 'feromonios_dlq_colonia',
+  handler: 'feromonios_dlq_manipulador',
+  errorMessage: 'feromonios_dlq_erro_mensagem',
+  errorStack: 'feromonios_dlq_erro_pilha',
+  errorCode: 'feromonios_dlq_erro_codigo',
+  attempts: 'feromonios_dlq_tentativas',
+  failedAt: 'feromonios_dlq_falhou_em',
+} as const;
+
+export class HandlerTimeoutError extends FeromoniosError {
+  override name = 'HandlerTimeoutError';
+  constructor(handler: string, ms: number) {
+    super('HANDLER_TIMEOUT', `manipulador '${handler}' did not settle within ${ms} ms`);
+  }
+}
+
+interface Inscricao {
+  tipo: string;
+  nome: string;
+  manipulador: ManipuladorEvento;
+  opcoes: Required<OpcoesInscricao>;
+}
+
+export interface SubscriberDeps {
+  kafka: Kafka;
+  colonia: string;
+  topics: TopicNames;
+  topicSettings: TopicSettings;
+  decoder: EventDecoder;
+  logger: Logger;
+  metrics: SdkMetrics;
+  /** Partitions handled in parallel; order within each partition is always kept. */
+  partitionsConcurrently: number;
+  /** Recent event_ids remembered to drop duplicate deliveries. */
+  dedupWindow: number;
+  fromBeginning: boolean;
+  sessionTimeoutMs: number;
+}
+
+/** Most handlers of one colony for one type (seed: `maxListeners: 30`). */
+export const MAX_MANIPULADORES_POR_TIPO = 30;
+
+/**
+ * One colony's consumer group (`<ns>.colonia.<colonia>`). The `inscrever` calls a colony makes
+ * at boot are joined once (on the next tick); a later call re-subscribes with the new topic.
+ */
+export class ColonySubscriber {
+  private readonly inscricoes: Inscricao[] = [];
+  private consumer: Consumer | undefined;
+  private dlqProducer: Producer | undefined;
+  private subscribedTopics = new Set<string>();
+  private syncing: Promise<void> = Promise.resolve();
+  private readyWaiters: Array<() => void> = [];
+  private ready = false;
+  private closed = false;
+  private readonly recent = new Map<string, true>();
+  private readonly abort = new AbortController();
+
+  constructor(private readonly d: SubscriberDeps) {}
+
+  get groupId(): string {
+    return `${this.d.topics.namespace}.colonia.${this.d.colonia}`;
+  }
+
+  add(tipo: string, manipulador: ManipuladorEvento, opcoes: OpcoesInscricao): void {
+    const doTipo = this.inscricoes.filter((i) => i.tipo === tipo).length;
+    if (doTipo >= MAX_MANIPULADORES_POR_TIPO) {
+      throw new FeromoniosError(
+        'INVALID_FIELD',
+        `colony ${this.d.colonia} already has ${MAX_MANIPULADORES_POR_TIPO} handlers for ${tipo}`,
+      );
+    }
+    this.inscricoes.push({
+      tipo,
+      nome: manipulador.name || `anônimo#${doTipo + 1}`,
+      manipulador,
+      opcoes: { ...defaultOpcoesInscricao, ...opcoes },
+    });
+    this.ready = false;
+    // Coalesce the calls of one boot: subscribe once, on the next tick.
+    this.syncing = this.syncing.then(() => new Promise<void>((r) => setImmediate(r))).then(() => this.sync());
+    this.syncing.catch((err: unknown) =>
+      this.d.logger.error('subscription failed', { colonia: this.d.colonia, error: (err as Error).message }),
+    );
+  }
+
+  /** Resolves when the group has joined with every topic subscribed so far. */
+  async pronto(): Promise<void> {
+    await this.syncing;
+    if (this.ready) return;
+    await new Promise<void>((r) => this.readyWaiters.push(r));
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.abort.abort();
+    await this.syncing.catch(() => undefined);
+    await this.consumer?.disconnect(); // waits for the message in hand
+    await this.dlqProducer?.disconnect();
+  }
+
+  private async sync(): Promise<void> {
+    if (this.closed) return;
+    const topics = [...new Set(this.inscricoes.map((i) => this.d.topics.evento(i.tipo)))];
+    if (this.consumer && topics.every((t) => this.subscribedTopics.has(t))) return;
+    const admin = this.d.kafka.admin();
+    await admin.connect();
+    try {
+      await ensureTopics(admin, [...topics, this.d.topics.dlq(this.d.colonia)], this.d.topicSettings);
+    } finally {
+      await admin.disconnect();
+    }
+    if (!this.dlqProducer) {
+      this.dlqProducer = this.d.kafka.producer({
+        idempotent: true,
+        maxInFlightRequests: 1,
+        allowAutoTopicCreation: false,
+        createPartitioner: Partitioners.DefaultPartitioner,
+      });
+      await this.dlqProducer.connect();
+    }
+    await this.consumer?.disconnect();
+    const consumer = this.d.kafka.consumer({
+      groupId: this.groupId,
+      allowAutoTopicCreation: false,
+      sessionTimeout: this.d.sessionTimeoutMs,
+      heartbeatInterval: Math.min(3_000, Math.floor(this.d.sessionTimeoutMs / 3)),
+      maxWaitTimeInMs: 100,
+    });
+    consumer.on(consumer.events.GROUP_JOIN, () => {
+      this.ready = true;
+      this.readyWaiters.splice(0).forEach((r) => r());
+    });
+    await consumer.connect();
+    await consumer.subscribe({ topics, fromBeginning: this.d.fromBeginning });
+    await consumer.run({
+      partitionsConsumedConcurrently: this.d.partitionsConcurrently,
+      eachMessage: (payload) => this.handle(payload),
+    });
+    this.consumer = consumer;
+    this.subscribedTopics = new Set(topics);
+  }
+
+  private async handle(payload: EachMessagePayload): Promise<void> {
+    const { topic, partition, message } = payload;
+    // Heartbeats go out only between messages (kafkajs #447): keep the membership alive
+    // while a long handler runs, so it is neither evicted nor triggers a rebalance.
+    const beat = setInterval(
+      () => void payload.heartbeat().catch(() => undefined),
+      Math.min(2_000, this.d.sessionTimeoutMs / 4),
+    );
+    try {
+      const tipo = this.d.topics.tipoDe(topic);
+      let evento: EventoConsultado;
+      try {
+        evento = await this.d.decoder.decode(message, { topico: topic, particao: partition, offset: message.offset });
+      } catch (err) {
+        if (isRetriable(err)) throw err; // registry down: kafkajs retries the message
+        await this.deadLetter(topic, partition, message, 'decodificador', err, 1);
+        return;
+      }
+      if (this.recent.has(evento.event_id)) {
+        this.d.metrics.consumed.inc({ tipo: evento.tipo, colonia: this.d.colonia, result: 'duplicate' });
+        return;
+      }
+      const handlers = this.inscricoes.filter((i) => i.tipo === tipo);
+      // Each handler independently: one failing never affects another (seed 3.5).
+      await Promise.all(handlers.map((h) => this.executarProtegido(h, evento, topic, partition, message)));
+      this.remember(evento.event_id);
+    } finally {
+      clearInterval(beat);
+    }
+  }
+
+  /** The seed's `executarProtegido`, over Kafka: span, metrics, retries, timeout, DLQ. */
+  private async executarProtegido(
+    h: Inscricao,
+    evento: EventoConsultado,
+    topic: string,
+    partition: number,
+    message: EachMessagePayload['message'],
+  ): Promise<void> {
+    const fields = {
+      event_id: evento.event_id,
+      correlacao_id: evento.correlacao_id,
+      colonia: this.d.colonia,
+      tipo: evento.tipo,
+      manipulador: h.nome,
+    };
+    let lastErr: unknown;
+    let attempt = 0;
+    for (attempt = 1; attempt <= 1 + h.opcoes.tentativasExtras; attempt++) {
+      const span: Span = startConsumerSpan(
+        `processar ${evento.tipo}`,
+        {
+          'messaging.system': 'kafka',
+          'feromonios.colonia': this.d.colonia,
+          'feromonios.event_id': evento.event_id,
+          'feromonios.manipulador': h.nome,
+        },
+        headerString(message.headers, HEADER.traceparent),
+      );
+      const t0 = process.hrtime.bigint();
+      try {
+        await this.runWithTimeout(h, evento, attempt);
+        endSpan(span);
+        this.observe(h, evento, 'success', t0);
+        return;
+      } catch (err) {
+        lastErr = err;
+        endSpan(span, err);
+        this.observe(h, evento, err instanceof HandlerTimeoutError ? 'timeout' : 'failure', t0);
+        this.d.logger.error('Falha em manipulador de evento', {
+          ...fields,
+          tentativa: attempt,
+          error: (err as Error)?.message,
+        });
+        if (err instanceof HandlerTimeoutError || this.closed) break;
+        if (attempt <= h.opcoes.tentativasExtras) {
+          await sleep(Math.min(h.opcoes.backoffMaxMs, h.opcoes.backoffInicialMs * 2 ** (attempt - 1)));
+        }
+      }
+    }
+    await this.deadLetter(
+      topic,
+      partition,
+      message,
+      h.nome,
+      lastErr,
+      Math.min(attempt, 1 + h.opcoes.tentativasExtras),
+      evento.payload,
+    );
+  }
+
+  private async runWithTimeout(h: Inscricao, evento: EventoConsultado, tentativa: number): Promise<void> {
+    const ctl = new AbortController();
+    const onClose = (): void => ctl.abort();
+    this.abort.signal.addEventListener('abort', onClose);
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      await Promise.race([
+        Promise.resolve().then(() =>
+          h.manipulador({ ...evento, payload: structuredClone(evento.payload) }, { tentativa, signal: ctl.signal }),
+        ),
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(() => {
+            ctl.abort();
+            reject(new HandlerTimeoutError(h.nome, h.opcoes.timeoutMs));
+          }, h.opcoes.timeoutMs);
+        }),
+      ]);
+    } finally {
+      clearTimeout(timer);
+      this.abort.signal.removeEventListener('abort', onClose);
+    }
+  }
+
+  /**
+   * Sends the original message to `<ns>.dlq.<colonia>` with the error context. Must succeed
+   * before the partition moves on; if it cannot, the error escapes and kafkajs redelivers the
+   * message (at-least-once). Error text is scrubbed of payload values (it may quote them).
+   */
+  private async deadLetter(
+    topic: string,
+    partition: number,
+    message: EachMessagePayload['message'],
+    handler: string,
+    err: unknown,
+    attempts: number,
+    payload?: unknown,
+  ): Promise<void> {
+    const e = err instanceof Error ? err : new Error(String(err));
+    const code = err instanceof FeromoniosError ? err.code : 'HANDLER_FAILED';
+    await this.dlqProducer?.send({
+      topic: this.d.topics.dlq(this.d.colonia),
+      acks: -1,
+      messages: [
+        {
+          key: headerString(message.headers, HEADER.id) ?? message.key,
+          value: message.value,
+          headers: {
+            ...message.headers,
+            [DLQ_HEADERS.topic]: topic,
+            [DLQ_HEADERS.partition]: String(partition),
+            [DLQ_HEADERS.offset]: message.offset,
+            [DLQ_HEADERS.timestamp]: message.timestamp,
+            [DLQ_HEADERS.group]: this.groupId,
+            [DLQ_HEADERS.colonia]: this.d.colonia,
+            [DLQ_HEADERS.handler]: handler,
+            [DLQ_HEADERS.errorMessage]: scrubText(e.message, payload).slice(0, 4000),
+            [DLQ_HEADERS.errorStack]: scrubText(e.stack ?? '', payload).slice(0, 8000),
+            [DLQ_HEADERS.errorCode]: code,
+            [DLQ_HEADERS.attempts]: String(attempts),
+            [DLQ_HEADERS.failedAt]: new Date().toISOString(),
+          },
+        },
+      ],
+    });
+    this.d.metrics.deadLettered.inc({ colonia: this.d.colonia, manipulador: handler });
+    this.d.logger.error('evento enviado à DLQ', {
+      event_id: headerString(message.headers, HEADER.id),
+      correlacao_id: headerString(message.headers, HEADER.correlacaoId),
+      colonia: this.d.colonia,
+      manipulador: handler,
+      code,
+    });
+  }
+
+  private remember(eventId: string): void {
+    this.recent.set(eventId, true);
+    if (this.recent.size > this.d.dedupWindow) this.recent.delete(this.recent.keys().next().value as string);
+  }
+
+  private observe(h: Inscricao, evento: EventoConsultado, result: string, t0: bigint): void {
+    const labels = { tipo: evento.tipo, colonia: this.d.colonia, result };
+    this.d.metrics.consumed.inc(labels);
+    this.d.metrics.handlerDuration.observe(labels, Number(process.hrtime.bigint() - t0) / 1e9);
+  }
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
