@@ -13,9 +13,13 @@ import type { SchemaCatalog } from '../sdk/catalog';
 import { EventDecoder } from '../sdk/event-decoder';
 import { FeromoniosError, isRetriable, SchemaValidationError, WireFormatError } from '../sdk/errors';
 import type { Logger } from '../sdk/logger';
-import { redactPayload, type RedactionOptions } from '../sdk/redaction';
+import { redactPayload, scrubText, type RedactionOptions } from '../sdk/redaction';
+import { DLQ_HEADERS } from '../sdk/subscriber';
+import { isIsoTimestamp, isUuid } from '../sdk/validation';
+import { decodeValue, HEADER, headerString } from '../sdk/wire-format';
 import type { SchemaRegistry } from '../sdk/registry';
 import { ensureTopics, type TopicNames, type TopicSettings } from '../sdk/topics';
+import { recordFailure, type DeadLetterRecord } from './dead-letter-writer';
 import { appendToEventLog, type LogRow } from './event-log-writer';
 import type { BridgeMetrics } from './metrics';
 
@@ -37,6 +41,10 @@ export interface BridgeOptions {
   /** How often new topics are looked for, in milliseconds. */
   topicRefreshMs: number;
   maxPayloadBytes: number;
+  /** Failures of one (event_id, colonia) before its DLQ row becomes `failed_permanent`. */
+  dlqMaxTentativas: number;
+  /** How long a DLQ record waits for its event to reach the log before it is quarantined, in milliseconds. */
+  dlqEventWaitMs?: number;
   /** Fault injection only: random delay before each COMMIT, in milliseconds (0 = off). */
   commitJitterMs?: number;
   logger: Logger;
@@ -51,6 +59,23 @@ export const QUARANTINE_HEADERS = {
   partition: 'feromonios_origem_particao',
   offset: 'feromonios_origem_offset',
 } as const;
+
+type BatchControl = {
+  heartbeat(): Promise<void>;
+  isRunning(): boolean;
+  isStale(): boolean;
+  resolveOffset(offset: string): void;
+};
+
+/** A group of topics consumed by one consumer of its own. */
+interface Lane {
+  name: string;
+  pattern: RegExp;
+  groupId: string;
+  consumer?: Consumer;
+  subscribed: Set<string>;
+  handle(consumer: Consumer, batch: Batch, ctl: BatchControl): Promise<void>;
+}
 
 /** What `retrying` returns when it gave up because the bridge stops or lost the partition. */
 const ABORTED = Symbol('aborted');
@@ -69,10 +94,9 @@ type Decoded =
 export class Bridge {
   private readonly kafka: Kafka;
   private readonly decoder: EventDecoder;
-  private consumer: Consumer | undefined;
+  private readonly lanes: Lane[];
   private producer: Producer | undefined;
   private admin: Admin | undefined;
-  private subscribed = new Set<string>();
   private watcher: NodeJS.Timeout | undefined;
   private refreshing: Promise<void> | undefined;
   private stopping = false;
@@ -93,6 +117,22 @@ export class Bridge {
       retry: { retries: 10, initialRetryTime: 300, maxRetryTime: 5000 },
     });
     this.decoder = new EventDecoder(o.registry, o.catalog, o.maxPayloadBytes);
+    this.lanes = [
+      {
+        name: 'eventos',
+        pattern: o.topics.eventos,
+        groupId: o.groupId,
+        subscribed: new Set(),
+        handle: (c, b, ctl) => this.handleBatch(c, b, ctl),
+      },
+      {
+        name: 'dlq',
+        pattern: o.topics.dlqs,
+        groupId: `${o.groupId}.dlq`,
+        subscribed: new Set(),
+        handle: (c, b, ctl) => this.handleDlqBatch(c, b, ctl),
+      },
+    ];
   }
 
   async start(): Promise<void> {
@@ -112,7 +152,7 @@ export class Bridge {
         .catch((err: unknown) => this.o.logger.warn('topic refresh failed', { error: (err as Error).message }))
         .finally(() => (this.refreshing = undefined));
     }, this.o.topicRefreshMs);
-    this.o.logger.info('bridge started', { group: this.o.groupId, topics: [...this.subscribed] });
+    this.o.logger.info('bridge started', { group: this.o.groupId, topics: this.topics });
   }
 
   /** Graceful stop: no new fetches, the batch in hand finishes and commits, then disconnect. */
@@ -120,7 +160,7 @@ export class Bridge {
     this.stopping = true;
     clearInterval(this.watcher);
     await this.refreshing;
-    await this.consumer?.disconnect();
+    await Promise.all(this.lanes.map((l) => (l.consumer ? l.consumer.disconnect() : Promise.resolve())));
     await this.producer?.disconnect();
     await this.admin?.disconnect();
     this.o.logger.info('bridge stopped');
@@ -128,57 +168,59 @@ export class Bridge {
 
   /** Ready when consuming and the last database contact succeeded. */
   ready(): boolean {
-    return !this.stopping && this.consumer !== undefined && this.lastDbOk;
+    return !this.stopping && this.lanes[0]?.consumer !== undefined && this.lastDbOk;
   }
 
+  /** Topics currently mirrored (events and DLQs). */
   get topics(): string[] {
-    return [...this.subscribed];
+    return this.lanes.flatMap((l) => [...l.subscribed]);
   }
 
   /**
-   * kafkajs resolves a subscription once (#1086): new event topics are found by listing
-   * topics, and the consumer is recreated with the full list when one appears.
+   * kafkajs resolves a subscription once (#1086): new topics are found by listing topics, and
+   * a lane's consumer is recreated with the full list when one appears. Two lanes, each its own
+   * group, so a DLQ record waiting for its event never holds the events back.
    */
   private async refreshSubscription(): Promise<void> {
     if (this.stopping || !this.admin) return;
-    const all = (await this.admin.listTopics()).filter((t) => this.o.topics.eventos.test(t));
-    if (all.length > 0 && all.every((t) => this.subscribed.has(t)) && this.consumer) return;
-    if (all.length === 0) {
-      await this.checkDatabase();
-      return;
+    const all = await this.admin.listTopics();
+    for (const lane of this.lanes) {
+      const topics = all.filter((t) => lane.pattern.test(t));
+      if (topics.length === 0 || (lane.consumer && topics.every((t) => lane.subscribed.has(t)))) continue;
+      const previous = lane.consumer;
+      lane.consumer = undefined;
+      await previous?.disconnect();
+      if (this.stopping) return;
+      const consumer = this.kafka.consumer({
+        groupId: lane.groupId,
+        allowAutoTopicCreation: false,
+        sessionTimeout: 30_000,
+        heartbeatInterval: 3_000,
+        maxWaitTimeInMs: this.o.flushIntervalMs,
+        maxBytesPerPartition: 4 * 1024 * 1024,
+      });
+      await consumer.connect();
+      await consumer.subscribe({ topics, fromBeginning: true });
+      await consumer.run({
+        autoCommit: false,
+        eachBatchAutoResolve: false,
+        eachBatch: (payload) =>
+          lane.handle(consumer, payload.batch, payload).catch((err: unknown) => {
+            // kafkajs retries the batch from the last committed offset: nothing is lost.
+            this.o.logger.error('batch failed, it will be retried', {
+              topic: payload.batch.topic,
+              partition: payload.batch.partition,
+              error: (err as Error).message,
+            });
+            throw err;
+          }),
+      });
+      lane.consumer = consumer;
+      lane.subscribed = new Set(topics);
+      this.o.logger.info('subscribed', { lane: lane.name, topics });
     }
-    const previous = this.consumer;
-    this.consumer = undefined;
-    await previous?.disconnect();
-    if (this.stopping) return;
-    const consumer = this.kafka.consumer({
-      groupId: this.o.groupId,
-      allowAutoTopicCreation: false,
-      sessionTimeout: 30_000,
-      heartbeatInterval: 3_000,
-      maxWaitTimeInMs: this.o.flushIntervalMs,
-      maxBytesPerPartition: 4 * 1024 * 1024,
-    });
-    await consumer.connect();
-    await consumer.subscribe({ topics: all, fromBeginning: true });
-    await consumer.run({
-      autoCommit: false,
-      eachBatchAutoResolve: false,
-      eachBatch: (payload) =>
-        this.handleBatch(consumer, payload.batch, payload).catch((err: unknown) => {
-          // kafkajs retries the batch from the last committed offset: nothing is lost.
-          this.o.logger.error('batch failed, it will be retried', {
-            topic: payload.batch.topic,
-            partition: payload.batch.partition,
-            error: (err as Error).message,
-          });
-          throw err;
-        }),
-    });
-    this.consumer = consumer;
-    this.subscribed = new Set(all);
-    this.lastDbOk = true;
-    this.o.logger.info('subscribed', { topics: all });
+    if (this.lanes[0]?.consumer) this.lastDbOk = true;
+    else await this.checkDatabase();
   }
 
   private async checkDatabase(): Promise<void> {
@@ -236,6 +278,84 @@ export class Bridge {
       });
       await ctl.heartbeat();
     }
+  }
+
+  /**
+   * A colony's DLQ topic → `core.dead_letter_queue`, record by record, in order. Error texts are
+   * scrubbed of the payload's values (handlers' errors may quote them). A record whose event is
+   * not in the log yet waits for the bridge to write it (the two topics are consumed
+   * independently), up to `dlqEventWaitMs`, then goes to quarantine.
+   */
+  private async handleDlqBatch(
+    consumer: Consumer,
+    batch: Batch,
+    ctl: { heartbeat(): Promise<void>; isRunning(): boolean; isStale(): boolean; resolveOffset(offset: string): void },
+  ): Promise<void> {
+    const { topic, partition } = batch;
+    const colonia = this.o.topics.coloniaDaDlq(topic) as string;
+    for (const message of batch.messages) {
+      if (!ctl.isRunning() || ctl.isStale()) return;
+      const record = this.readDlqRecord(message, colonia);
+      if (typeof record === 'string') {
+        const sent = await this.retrying('kafka', ctl, () =>
+          this.quarantine(topic, partition, [{ kind: 'poison', reason: 'invalid-header', detail: record, message }]),
+        );
+        if (sent === ABORTED) return;
+      } else {
+        const waitUntil = Date.now() + (this.o.dlqEventWaitMs ?? 60_000);
+        for (;;) {
+          const r = await this.retrying('database', ctl, () =>
+            recordFailure(this.o.pool, record, this.o.dlqMaxTentativas),
+          );
+          if (r === ABORTED) return;
+          if (r.status === 'written') {
+            this.o.metrics.deadLetters.inc({ colonia, estado: r.estado });
+            break;
+          }
+          if (Date.now() > waitUntil) {
+            const sent = await this.retrying('kafka', ctl, () =>
+              this.quarantine(topic, partition, [
+                {
+                  kind: 'poison',
+                  reason: 'event-not-in-log',
+                  detail: `event ${record.event_id} never reached core.event_log`,
+                  message,
+                },
+              ]),
+            );
+            if (sent === ABORTED) return;
+            break;
+          }
+          await ctl.heartbeat().catch(() => undefined);
+          await new Promise((res) => setTimeout(res, 250));
+          if (!ctl.isRunning() || ctl.isStale() || this.stopping) return;
+        }
+      }
+      ctl.resolveOffset(message.offset);
+      await consumer.commitOffsets([{ topic, partition, offset: (BigInt(message.offset) + 1n).toString() }]);
+    }
+  }
+
+  /** The DLQ fields of a record, or why it cannot be read. */
+  private readDlqRecord(message: KafkaMessage, colonia: string): DeadLetterRecord | string {
+    const eventId = headerString(message.headers, HEADER.id);
+    if (!eventId || !isUuid(eventId)) return 'DLQ record without a UUID ce_id header';
+    let payload: unknown;
+    try {
+      payload = decodeValue(message.value).payload;
+    } catch {
+      payload = undefined; // undecodable original: scrub with the generic rules only
+    }
+    const text = (name: string): string | undefined => headerString(message.headers, name);
+    const failedAt = text(DLQ_HEADERS.failedAt);
+    return {
+      event_id: eventId,
+      colonia,
+      handler_nome: text(DLQ_HEADERS.handler)?.slice(0, 255) ?? null,
+      mensagem_erro: scrubText(text(DLQ_HEADERS.errorMessage) ?? '(sem mensagem)', payload),
+      pilha_erro: text(DLQ_HEADERS.errorStack) ? scrubText(text(DLQ_HEADERS.errorStack) as string, payload) : null,
+      falhou_em: failedAt && isIsoTimestamp(failedAt) ? failedAt : new Date().toISOString(),
+    };
   }
 
   private async decodeChunk(topic: string, partition: number, messages: KafkaMessage[]): Promise<Decoded[]> {

@@ -45,6 +45,7 @@ async function main(): Promise<void> {
     topicRefreshMs: cfg.BRIDGE_TOPIC_REFRESH_MS,
     maxPayloadBytes: cfg.BRIDGE_MAX_PAYLOAD_BYTES,
     commitJitterMs: cfg.BRIDGE_FAULT_COMMIT_JITTER_MS,
+    dlqMaxTentativas: cfg.DLQ_MAX_TENTATIVAS,
     logger,
     metrics,
   });

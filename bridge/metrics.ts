@@ -44,6 +44,12 @@ export class BridgeMetrics {
     buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
     registers: [this.registry],
   });
+  readonly deadLetters = new Counter({
+    name: 'feromonios_bridge_dead_letters_total',
+    help: 'DLQ records written to core.dead_letter_queue, by colony and resulting state.',
+    labelNames: ['colonia', 'estado'],
+    registers: [this.registry],
+  });
   readonly lag = new Gauge({
     name: 'feromonios_bridge_lag',
     help: 'Records behind the high watermark, per partition.',

@@ -72,6 +72,7 @@ async function main(): Promise<void> {
     flushIntervalMs: 100,
     topicRefreshMs: 1000,
     maxPayloadBytes: 1024 * 1024,
+    dlqMaxTentativas: 5,
     logger: jsonLogger('bridge', 'warn'),
     metrics,
   });

@@ -31,6 +31,7 @@ export async function startTestBridge(
     flushIntervalMs: 100,
     topicRefreshMs: 500,
     maxPayloadBytes: 1024 * 1024,
+    dlqMaxTentativas: 3,
     logger: silentLogger,
     metrics,
     ...overrides,
