@@ -36,4 +36,5 @@ export {
   type OpcoesInscricao,
   type ContextoEntrega,
 } from './subscriber';
+export { criarTabelaInbox, INBOX_TABLE, type InboxOptions } from './inbox';
 export { EventDecoder } from './event-decoder';

@@ -6,7 +6,9 @@ import type { EventDecoder } from './event-decoder';
 import type { Logger } from './logger';
 import type { SdkMetrics } from './metrics';
 import { scrubText } from './redaction';
+import { withInbox, type InboxOptions } from './inbox';
 import { ensureTopics, type TopicNames, type TopicSettings } from './topics';
+import type { PoolClient } from 'pg';
 import { endSpan, startConsumerSpan } from './tracing';
 import { headerString, HEADER } from './wire-format';
 
@@ -16,6 +18,12 @@ export interface ContextoEntrega {
   tentativa: number;
   /** Aborted when the handler timed out or the bus is closing: stop work that can be stopped. */
   signal: AbortSignal;
+  /**
+   * With `inbox`: the transaction (a `pg.PoolClient` after BEGIN) that also records the event
+   * in the colony's inbox. Do the handler's writes through it; it commits when the handler
+   * resolves and rolls back when it throws.
+   */
+  transacao?: PoolClient;
 }
 
 /** A colony's handler (seed 4.2): receives the event with its full payload. */
@@ -30,6 +38,8 @@ export interface OpcoesInscricao {
   backoffInicialMs?: number;
   /** Largest backoff between retries, in milliseconds. */
   backoffMaxMs?: number;
+  /** Process each event once per handler across restarts (docs/consuming.md, "Inbox"). */
+  inbox?: InboxOptions;
 }
 
 export const defaultOpcoesInscricao = {
@@ -37,7 +47,9 @@ export const defaultOpcoesInscricao = {
   tentativasExtras: 2,
   backoffInicialMs: 100,
   backoffMaxMs: 2_000,
-} satisfies Required<OpcoesInscricao>;
+} satisfies Omit<Required<OpcoesInscricao>, 'inbox'>;
+
+type ResolvedOpcoes = typeof defaultOpcoesInscricao & { inbox?: InboxOptions };
 
 /** Headers a dead-lettered message carries, besides the original ones (docs/consuming.md). */
 export const DLQ_HEADERS = {
@@ -66,7 +78,7 @@ interface Inscricao {
   tipo: string;
   nome: string;
   manipulador: ManipuladorEvento;
-  opcoes: Required<OpcoesInscricao>;
+  opcoes: ResolvedOpcoes;
 }
 
 export interface SubscriberDeps {
@@ -250,9 +262,9 @@ export class ColonySubscriber {
       );
       const t0 = process.hrtime.bigint();
       try {
-        await this.runWithTimeout(h, evento, attempt);
+        const ran = await this.runWithTimeout(h, evento, attempt);
         endSpan(span);
-        this.observe(h, evento, 'success', t0);
+        this.observe(h, evento, ran ? 'success' : 'duplicate', t0);
         return;
       } catch (err) {
         lastErr = err;
@@ -280,16 +292,27 @@ export class ColonySubscriber {
     );
   }
 
-  private async runWithTimeout(h: Inscricao, evento: EventoConsultado, tentativa: number): Promise<void> {
+  /** Runs the handler (inside its inbox transaction, if any); `false` = already processed. */
+  private async runWithTimeout(h: Inscricao, evento: EventoConsultado, tentativa: number): Promise<boolean> {
     const ctl = new AbortController();
     const onClose = (): void => ctl.abort();
     this.abort.signal.addEventListener('abort', onClose);
     let timer: NodeJS.Timeout | undefined;
     try {
-      await Promise.race([
-        Promise.resolve().then(() =>
-          h.manipulador({ ...evento, payload: structuredClone(evento.payload) }, { tentativa, signal: ctl.signal }),
-        ),
+      const call = (transacao?: PoolClient): Promise<void> =>
+        Promise.resolve()
+          .then(() =>
+            h.manipulador(
+              { ...evento, payload: structuredClone(evento.payload) },
+              { tentativa, signal: ctl.signal, transacao },
+            ),
+          )
+          .then(() => undefined);
+      const inbox = h.opcoes.inbox;
+      return await Promise.race([
+        inbox
+          ? withInbox(inbox, { event_id: evento.event_id, manipulador: h.nome, tipo: evento.tipo }, call)
+          : call().then(() => true),
         new Promise<never>((_, reject) => {
           timer = setTimeout(() => {
             ctl.abort();

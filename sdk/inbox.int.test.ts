@@ -1,0 +1,108 @@
+import { randomUUID } from 'node:crypto';
+import { Kafka, logLevel } from 'kafkajs';
+import type pg from 'pg';
+import { criarTabelaInbox } from './inbox';
+import type { ManipuladorEvento } from './subscriber';
+import { SAMPLE_PAYLOADS } from './testing';
+import { createTestDatabase, serviceEnv, waitFor, type TestDatabase } from '../test/harness';
+import { createTestBus } from '../test/harness/bus';
+
+const categorizada = (event_id = randomUUID()) => ({
+  tipo: 'demanda.categorizada',
+  origem: 'D-3',
+  event_id,
+  payload: { ...SAMPLE_PAYLOADS['demanda.categorizada'] },
+});
+
+describe('the PostgreSQL inbox', () => {
+  let db: TestDatabase;
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    await criarTabelaInbox(db.pool, 'd13');
+    await criarTabelaInbox(db.pool, 'd13'); // idempotent
+    await db.pool.query('CREATE TABLE d13.efeitos (event_id uuid, instancia text)');
+  });
+  const effects = async (eventId: string): Promise<string[]> =>
+    (
+      await db.pool.query<{ instancia: string }>('SELECT instancia FROM d13.efeitos WHERE event_id = $1', [eventId])
+    ).rows.map((r) => r.instancia);
+  const handler = (instancia: string, runs: string[]): ManipuladorEvento =>
+    async function registrarEfeito(e, { transacao }) {
+      runs.push(instancia);
+      await (transacao as pg.PoolClient).query('INSERT INTO d13.efeitos VALUES ($1, $2)', [e.event_id, instancia]);
+    };
+
+  it('processes an event published twice once, even across two instances with separate memory', async () => {
+    const a = await createTestBus();
+    const runs: string[] = [];
+    a.inscrever('demanda.categorizada', 'D-13', handler('a', runs), { inbox: { pool: db.pool, schema: 'd13' } });
+    await a.inscricoesProntas();
+    const dto = categorizada();
+    await a.publicar(dto);
+    await waitFor(() => runs.length === 1);
+    await a.encerrar();
+
+    const b = await createTestBus({ namespace: a.topics.namespace });
+    b.inscrever('demanda.categorizada', 'D-13', handler('b', runs), { inbox: { pool: db.pool, schema: 'd13' } });
+    await b.inscricoesProntas();
+    await b.publicar(dto); // the same event_id again (a publisher retry)
+    await waitFor(async () => /result="duplicate"} 1/.test(await b.metrics.registry.metrics()));
+    expect(await effects(dto.event_id)).toEqual(['a']);
+    expect(runs).toEqual(['a']);
+  });
+
+  it('rolls the handler’s writes and the inbox claim back when it throws; the retry processes it once', async () => {
+    const bus = await createTestBus();
+    let calls = 0;
+    bus.inscrever(
+      'demanda.categorizada',
+      'D-13',
+      async function falhaUmaVez(e, { transacao }) {
+        calls++;
+        await (transacao as pg.PoolClient).query('INSERT INTO d13.efeitos VALUES ($1, $2)', [
+          e.event_id,
+          `tentativa-${calls}`,
+        ]);
+        if (calls === 1) throw new Error('falha depois de escrever');
+      },
+      { inbox: { pool: db.pool, schema: 'd13' }, backoffInicialMs: 10 },
+    );
+    await bus.inscricoesProntas();
+    const dto = categorizada();
+    await bus.publicar(dto);
+    await waitFor(() => calls === 2);
+    await waitFor(async () => (await effects(dto.event_id)).length > 0);
+    expect(await effects(dto.event_id)).toEqual(['tentativa-2']);
+  });
+
+  it('drops the redelivery that follows a crash between the handler and the offset commit', async () => {
+    const a = await createTestBus();
+    const runs: string[] = [];
+    a.inscrever('demanda.categorizada', 'D-13', handler('a', runs), { inbox: { pool: db.pool, schema: 'd13' } });
+    await a.inscricoesProntas();
+    const dto = categorizada();
+    await a.publicar(dto);
+    await waitFor(() => runs.length === 1);
+    await a.encerrar();
+    // As if the offset commit had been lost: rewind the colony's group to the beginning.
+    const admin = new Kafka({ clientId: 'rewind', brokers: serviceEnv().brokers, logLevel: logLevel.NOTHING }).admin();
+    await admin.connect();
+    const topic = a.topics.evento('demanda.categorizada');
+    const low = await admin.fetchTopicOffsets(topic);
+    await admin.setOffsets({
+      groupId: `${a.topics.namespace}.colonia.D-13`,
+      topic,
+      partitions: low.map((p) => ({ partition: p.partition, offset: p.low })),
+    });
+    await admin.disconnect();
+
+    const b = await createTestBus({ namespace: a.topics.namespace });
+    b.inscrever('demanda.categorizada', 'D-13', handler('b', runs), { inbox: { pool: db.pool, schema: 'd13' } });
+    await b.inscricoesProntas();
+    await waitFor(async () => /result="duplicate"} 1/.test(await b.metrics.registry.metrics()), {
+      message: 'redelivery seen and dropped',
+    });
+    expect(runs).toEqual(['a']);
+    expect(await effects(dto.event_id)).toEqual(['a']);
+  });
+});

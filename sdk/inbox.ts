@@ -1,0 +1,75 @@
+import type pg from 'pg';
+import { ConfigError } from './errors';
+
+/**
+ * The PostgreSQL inbox: a table in the colony's own schema recording which handler processed
+ * which event, written in the same transaction the handler works in. An event is then processed
+ * once per colony and handler across restarts, rebalances and duplicate publishes.
+ */
+export interface InboxOptions {
+  /** The colony's database. */
+  pool: pg.Pool;
+  /** The colony's schema, e.g. `d4`. */
+  schema: string;
+}
+
+export const INBOX_TABLE = 'feromonios_inbox';
+
+const SCHEMA_RE = /^[a-z_][a-z0-9_]{0,62}$/;
+
+export function inboxTable(schema: string): string {
+  if (!SCHEMA_RE.test(schema)) {
+    throw new ConfigError(`inbox.schema: expected a lowercase PostgreSQL identifier, got ${JSON.stringify(schema)}`, [
+      'inbox.schema',
+    ]);
+  }
+  return `${schema}.${INBOX_TABLE}`;
+}
+
+/** Creates the colony's schema (if needed) and its inbox table. Idempotent. */
+export async function criarTabelaInbox(pool: pg.Pool, schema: string): Promise<void> {
+  const table = inboxTable(schema);
+  await pool.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
+  await pool.query(
+    `CREATE TABLE IF NOT EXISTS ${table} (
+       event_id      UUID           NOT NULL,
+       manipulador   VARCHAR(255)   NOT NULL,
+       tipo          VARCHAR(255)   NOT NULL,
+       processado_em TIMESTAMPTZ(2) NOT NULL DEFAULT CURRENT_TIMESTAMP,
+       CONSTRAINT ${INBOX_TABLE}_pkey PRIMARY KEY (event_id, manipulador)
+     )`,
+  );
+}
+
+/**
+ * Runs `work` inside a transaction that first claims `(event_id, manipulador)` in the inbox.
+ * Returns `false` without running it when the event was already processed. The claim commits
+ * with the handler's own writes, or rolls back with them.
+ */
+export async function withInbox(
+  inbox: InboxOptions,
+  claim: { event_id: string; manipulador: string; tipo: string },
+  work: (trx: pg.PoolClient) => Promise<void>,
+): Promise<boolean> {
+  const client = await inbox.pool.connect();
+  let broken: Error | undefined;
+  try {
+    await client.query('BEGIN');
+    const res = await client.query(
+      `INSERT INTO ${inboxTable(inbox.schema)} (event_id, manipulador, tipo) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`,
+      [claim.event_id, claim.manipulador, claim.tipo],
+    );
+    if (res.rowCount === 0) {
+      await client.query('ROLLBACK');
+      return false;
+    }
+    await work(client);
+    await client.query('COMMIT');
+    return true;
+  } catch (err) {
+    await client.query('ROLLBACK').catch((e: Error) => (broken = e));
+    throw err;
+  } finally {
+    client.release(broken);
+  }
+}
