@@ -19,7 +19,8 @@ import { isIsoTimestamp, isUuid } from '../sdk/validation';
 import { decodeValue, HEADER, headerString } from '../sdk/wire-format';
 import type { SchemaRegistry } from '../sdk/registry';
 import { ensureTopics, type TopicNames, type TopicSettings } from '../sdk/topics';
-import { recordFailure, type DeadLetterRecord } from './dead-letter-writer';
+import { recordFailure, recordResolved, type DeadLetterRecord } from './dead-letter-writer';
+import { DLQ_OUTCOME_HEADER } from '../sdk/reprocessing';
 import { appendToEventLog, type LogRow } from './event-log-writer';
 import type { BridgeMetrics } from './metrics';
 
@@ -296,7 +297,13 @@ export class Bridge {
     for (const message of batch.messages) {
       if (!ctl.isRunning() || ctl.isStale()) return;
       const record = this.readDlqRecord(message, colonia);
-      if (typeof record === 'string') {
+      if (typeof record !== 'string' && headerString(message.headers, DLQ_OUTCOME_HEADER) === 'resolved') {
+        const r = await this.retrying('database', ctl, () =>
+          recordResolved(this.o.pool, record.event_id, colonia, record.falhou_em),
+        );
+        if (r === ABORTED) return;
+        if (r) this.o.metrics.deadLetters.inc({ colonia, estado: 'resolved' });
+      } else if (typeof record === 'string') {
         const sent = await this.retrying('kafka', ctl, () =>
           this.quarantine(topic, partition, [{ kind: 'poison', reason: 'invalid-header', detail: record, message }]),
         );

@@ -11,6 +11,19 @@ export interface DeadLetterRecord {
   falhou_em: string;
 }
 
+/**
+ * A reprocessing succeeded: the row becomes `resolved` with `resolvido_em`. Rows already final
+ * are left alone; an outcome for an unknown row is ignored (nothing failed there).
+ */
+export async function recordResolved(pool: pg.Pool, eventId: string, colonia: string, at: string): Promise<boolean> {
+  const res = await pool.query(
+    `UPDATE core.dead_letter_queue SET status = 'resolved', resolvido_em = now(), ultima_tentativa = $3::timestamptz
+      WHERE event_id = $1 AND colonia = $2 AND status IN ('pendente', 'retrying')`,
+    [eventId, colonia, at],
+  );
+  return (res.rowCount ?? 0) > 0;
+}
+
 export type DeadLetterResult =
   { status: 'written'; estado: string; tentativas: number } | { status: 'event-not-in-log' };
 

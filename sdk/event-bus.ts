@@ -7,6 +7,7 @@ import { SdkMetrics } from './metrics';
 import { resolveOptions, type EventBusInput, type EventBusOptions } from './options';
 import { Publisher } from './publisher';
 import { ConfluentSchemaRegistry, type SchemaRegistry } from './registry';
+import { reprocessMessage, type ReprocessOptions } from './reprocessing';
 import { SchemaIdResolver } from './schema-ids';
 import { syncSchemas, type SchemaSyncEntry } from './schema-sync';
 import { EventDecoder } from './event-decoder';
@@ -30,6 +31,7 @@ export class EventBus {
   private readonly kafka: Kafka;
   private readonly publisher: Publisher;
   private readonly decoder: EventDecoder;
+  private readonly schemaIds: SchemaIdResolver;
   private readonly colonias = new Map<string, ColonySubscriber>();
   private closed = false;
 
@@ -57,10 +59,11 @@ export class EventBus {
       logCreator: kafkaLogs(this.logger),
     });
     this.decoder = new EventDecoder(this.registry, this.catalog);
+    this.schemaIds = new SchemaIdResolver(this.registry, this.topics);
     this.publisher = new Publisher({
       kafka: this.kafka,
       catalog: this.catalog,
-      schemaIds: new SchemaIdResolver(this.registry, this.topics),
+      schemaIds: this.schemaIds,
       topics: this.topics,
       topicSettings: o.topics,
       logger: this.logger,
@@ -122,6 +125,28 @@ export class EventBus {
       this.colonias.set(colonia, sub);
     }
     sub.add(tipo, manipulador, opcoes);
+  }
+
+  /**
+   * Sends an event back to one colony (seed: `reentregarParaColonia`), through the colony's
+   * reprocessing topic `<ns>.reprocessar.<colonia>`: whichever instance of the colony consumes it
+   * runs the handlers with the same protection as live delivery (retries, timeout, DLQ), and the
+   * outcome goes to the colony's DLQ topic (`resolved`, or a new failure). Resolves when the
+   * broker acknowledged the record. `opcoes.manipulador` reruns only that handler;
+   * `opcoes.redigido` marks a redacted log copy (its schema is not checked).
+   */
+  async reentregarParaColonia(
+    tipo: string,
+    colonia: string,
+    evento: EventoConsultado,
+    opcoes: ReprocessOptions = {},
+  ): Promise<void> {
+    this.assertOpen();
+    const versao = this.catalog.versao(tipo, evento.versao_schema);
+    if (!versao)
+      throw new FeromoniosError('UNKNOWN_VERSION', `Tipo '${tipo}' não tem schema na versão '${evento.versao_schema}'`);
+    const id = await this.schemaIds.idOf(versao);
+    await this.publisher.sendRaw(this.topics.reprocessar(colonia), [reprocessMessage({ ...evento, tipo }, id, opcoes)]);
   }
 
   /** Resolves when every colony's group (or `colonia`'s) has joined with its subscriptions. */

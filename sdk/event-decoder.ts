@@ -23,9 +23,11 @@ export class EventDecoder {
     private readonly maxPayloadBytes = MAX_PAYLOAD_BYTES,
   ) {}
 
+  /** `validateSchema: false` for redacted log copies sent for reprocessing (fields are missing by design). */
   async decode(
     message: Pick<KafkaMessage, 'value' | 'headers'>,
     posicao?: EventoConsultado['posicao'],
+    { validateSchema = true }: { validateSchema?: boolean } = {},
   ): Promise<EventoConsultado> {
     if (message.value && message.value.length - 5 > this.maxPayloadBytes) {
       throw new WireFormatError(
@@ -60,7 +62,7 @@ export class EventDecoder {
     if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) {
       throw new WireFormatError('schema-invalid', 'payload is not a JSON object');
     }
-    if (!versao.validate(payload)) {
+    if (validateSchema && !versao.validate(payload)) {
       const errors = (versao.validate.errors ?? []).map((e) => ({
         instancePath: e.instancePath,
         keyword: e.keyword,

@@ -37,4 +37,5 @@ export {
   type ContextoEntrega,
 } from './subscriber';
 export { criarTabelaInbox, INBOX_TABLE, type InboxOptions } from './inbox';
+export { REPROCESS_HEADERS, DLQ_OUTCOME_HEADER, type ReprocessOptions } from './reprocessing';
 export { EventDecoder } from './event-decoder';

@@ -122,6 +122,15 @@ export class Publisher {
     }
   }
 
+  /** Produces already-encoded records (reprocessing) with the same producer and guarantees. */
+  async sendRaw(topic: string, messages: Message[]): Promise<void> {
+    await this.withDeadline(async () => {
+      const producer = await this.connect();
+      await this.ensureTopics([topic]);
+      await producer.send({ topic, acks: -1, messages });
+    });
+  }
+
   async close(): Promise<void> {
     const p = this.producer ?? (await this.connecting?.catch(() => undefined));
     this.producer = undefined;

@@ -199,6 +199,30 @@ describe('inscrever over the real broker', () => {
     expect(runs.sort()).toEqual([e.event_id, after.event_id].sort()); // each once: no redelivery
   }, 70_000);
 
+  it('encerrar lets the handler in flight finish, commits, and the group does not see the event again', async () => {
+    const bus = await createTestBus();
+    const log: string[] = [];
+    bus.inscrever('demanda.categorizada', 'D-15', async (e) => {
+      log.push(`start ${e.event_id}`);
+      await new Promise((r) => setTimeout(r, 1_500));
+      log.push(`end ${e.event_id}`);
+    });
+    await bus.inscricoesProntas();
+    const e = await bus.publicar(categorizada());
+    await waitFor(() => log.length === 1);
+    await bus.encerrar();
+    expect(log).toEqual([`start ${e.event_id}`, `end ${e.event_id}`]);
+    await expect(bus.publicar(categorizada())).rejects.toMatchObject({ code: 'BUS_CLOSED' });
+
+    const again = await createTestBus({ namespace: bus.topics.namespace });
+    const seen: string[] = [];
+    again.inscrever('demanda.categorizada', 'D-15', (x) => void seen.push(x.event_id));
+    await again.inscricoesProntas();
+    const next = await again.publicar(categorizada());
+    await waitFor(() => seen.includes(next.event_id));
+    expect(seen).toEqual([next.event_id]); // the first event's offset was committed
+  });
+
   it('accepts a later inscrever after boot and delivers to it', async () => {
     const bus = await createTestBus();
     bus.inscrever('demanda.categorizada', 'D-11', () => undefined);

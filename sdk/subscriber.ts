@@ -7,6 +7,7 @@ import type { Logger } from './logger';
 import type { SdkMetrics } from './metrics';
 import { scrubText } from './redaction';
 import { withInbox, type InboxOptions } from './inbox';
+import { DLQ_OUTCOME_HEADER, REPROCESS_HEADERS } from './reprocessing';
 import { ensureTopics, type TopicNames, type TopicSettings } from './topics';
 import type { PoolClient } from 'pg';
 import { endSpan, startConsumerSpan } from './tracing';
@@ -161,7 +162,10 @@ export class ColonySubscriber {
 
   private async sync(): Promise<void> {
     if (this.closed) return;
-    const topics = [...new Set(this.inscricoes.map((i) => this.d.topics.evento(i.tipo)))];
+    const topics = [
+      ...new Set(this.inscricoes.map((i) => this.d.topics.evento(i.tipo))),
+      this.d.topics.reprocessar(this.d.colonia),
+    ];
     if (this.consumer && topics.every((t) => this.subscribedTopics.has(t))) return;
     const admin = this.d.kafka.admin();
     await admin.connect();
@@ -210,20 +214,28 @@ export class ColonySubscriber {
       Math.min(2_000, this.d.sessionTimeoutMs / 4),
     );
     try {
-      const tipo = this.d.topics.tipoDe(topic);
+      const reprocess = topic === this.d.topics.reprocessar(this.d.colonia);
       let evento: EventoConsultado;
       try {
-        evento = await this.d.decoder.decode(message, { topico: topic, particao: partition, offset: message.offset });
+        evento = await this.d.decoder.decode(
+          message,
+          { topico: topic, particao: partition, offset: message.offset },
+          { validateSchema: headerString(message.headers, REPROCESS_HEADERS.redacted) !== 'true' },
+        );
       } catch (err) {
         if (isRetriable(err)) throw err; // registry down: kafkajs retries the message
         await this.deadLetter(topic, partition, message, 'decodificador', err, 1);
+        return;
+      }
+      if (reprocess) {
+        await this.reprocess(evento, topic, partition, message);
         return;
       }
       if (this.recent.has(evento.event_id)) {
         this.d.metrics.consumed.inc({ tipo: evento.tipo, colonia: this.d.colonia, result: 'duplicate' });
         return;
       }
-      const handlers = this.inscricoes.filter((i) => i.tipo === tipo);
+      const handlers = this.inscricoes.filter((i) => i.tipo === evento.tipo);
       // Each handler independently: one failing never affects another (seed 3.5).
       await Promise.all(handlers.map((h) => this.executarProtegido(h, evento, topic, partition, message)));
       this.remember(evento.event_id);
@@ -232,14 +244,66 @@ export class ColonySubscriber {
     }
   }
 
-  /** The seed's `executarProtegido`, over Kafka: span, metrics, retries, timeout, DLQ. */
+  /**
+   * An event sent back for reprocessing: the named handler (or every handler of the type) runs
+   * under the same protection; success is reported to the DLQ topic as `resolved`, failure as
+   * a new failure record (the bridge increments `tentativas`).
+   */
+  private async reprocess(
+    evento: EventoConsultado,
+    topic: string,
+    partition: number,
+    message: EachMessagePayload['message'],
+  ): Promise<void> {
+    const only = headerString(message.headers, REPROCESS_HEADERS.handler);
+    const handlers = this.inscricoes.filter((i) => i.tipo === evento.tipo && (!only || i.nome === only));
+    if (handlers.length === 0) {
+      const err = new FeromoniosError(
+        'HANDLER_FAILED',
+        `no handler '${only ?? '*'}' for ${evento.tipo} in ${this.d.colonia}`,
+      );
+      await this.deadLetter(topic, partition, message, only ?? 'nenhum', err, 1);
+      return;
+    }
+    const results = await Promise.all(
+      handlers.map((h) => this.executarProtegido(h, evento, topic, partition, message)),
+    );
+    if (!results.every(Boolean)) return; // the failures were dead-lettered
+    const pedido = headerString(message.headers, REPROCESS_HEADERS.request);
+    await this.dlqProducer?.send({
+      topic: this.d.topics.dlq(this.d.colonia),
+      acks: -1,
+      messages: [
+        {
+          key: evento.event_id,
+          value: null,
+          headers: {
+            [HEADER.id]: evento.event_id,
+            [HEADER.type]: evento.tipo,
+            [DLQ_OUTCOME_HEADER]: 'resolved',
+            [DLQ_HEADERS.colonia]: this.d.colonia,
+            [DLQ_HEADERS.handler]: handlers.map((h) => h.nome).join(','),
+            [DLQ_HEADERS.failedAt]: new Date().toISOString(),
+            ...(pedido ? { [REPROCESS_HEADERS.request]: pedido } : {}),
+          },
+        },
+      ],
+    });
+    this.d.logger.info('reprocessamento resolvido', {
+      event_id: evento.event_id,
+      correlacao_id: evento.correlacao_id,
+      colonia: this.d.colonia,
+    });
+  }
+
+  /** The seed's `executarProtegido`, over Kafka: span, metrics, retries, timeout, DLQ. `false` = dead-lettered. */
   private async executarProtegido(
     h: Inscricao,
     evento: EventoConsultado,
     topic: string,
     partition: number,
     message: EachMessagePayload['message'],
-  ): Promise<void> {
+  ): Promise<boolean> {
     const fields = {
       event_id: evento.event_id,
       correlacao_id: evento.correlacao_id,
@@ -265,7 +329,7 @@ export class ColonySubscriber {
         const ran = await this.runWithTimeout(h, evento, attempt);
         endSpan(span);
         this.observe(h, evento, ran ? 'success' : 'duplicate', t0);
-        return;
+        return true;
       } catch (err) {
         lastErr = err;
         endSpan(span, err);
@@ -290,6 +354,7 @@ export class ColonySubscriber {
       Math.min(attempt, 1 + h.opcoes.tentativasExtras),
       evento.payload,
     );
+    return false;
   }
 
   /** Runs the handler (inside its inbox transaction, if any); `false` = already processed. */
