@@ -10,7 +10,16 @@ import { ConfluentSchemaRegistry, type SchemaRegistry } from './registry';
 import { reprocessMessage, type ReprocessOptions } from './reprocessing';
 import { SchemaIdResolver } from './schema-ids';
 import { syncSchemas, type SchemaSyncEntry } from './schema-sync';
+import pg from 'pg';
 import { EventDecoder } from './event-decoder';
+import {
+  EventLogReader,
+  type ConsultarEventosDto,
+  type DLQEntrada,
+  type DLQEstatisticas,
+  type EventoDoLog,
+  type ResultadoPaginado,
+} from './event-log-reader';
 import { ColonySubscriber, type ManipuladorEvento, type OpcoesInscricao } from './subscriber';
 import { TopicNames } from './topics';
 
@@ -34,6 +43,8 @@ export class EventBus {
   private readonly schemaIds: SchemaIdResolver;
   private readonly colonias = new Map<string, ColonySubscriber>();
   private closed = false;
+  private reader: EventLogReader | undefined;
+  private ownPool: pg.Pool | undefined;
 
   constructor(input: EventBusInput) {
     this.options = resolveOptions(input);
@@ -155,6 +166,59 @@ export class EventBus {
     await Promise.all(subs.map((s) => (s ? s.pronto() : Promise.resolve())));
   }
 
+  /** Seed 4.3: paginated query of the log (`limite` capped at 500), redacted payloads. */
+  consultarEventos(filtros: ConsultarEventosDto = {}): Promise<ResultadoPaginado<EventoDoLog>> {
+    return this.leitor().consultarEventos(filtros);
+  }
+
+  /** The logged event, or `null`. */
+  obterEventoPorId(eventId: string): Promise<EventoDoLog | null> {
+    return this.leitor().obterEventoPorId(eventId);
+  }
+
+  /** Seed 4.4: events after `deSequence`, in batches of 1000, at most 100 batches. */
+  replayDeSequence(deSequence: number | bigint, tipos?: string[]): Promise<EventoDoLog[]> {
+    return this.leitor().replayDeSequence(deSequence, tipos);
+  }
+
+  /** The same range as an async iterator that never holds the range in memory (no cap). */
+  replayStream(deSequence: number | bigint, tipos?: string[]): AsyncGenerator<EventoDoLog> {
+    return this.leitor().replayStream(deSequence, tipos);
+  }
+
+  /** Highest `sequence_number` in the log (0 when empty): the seed of a colony's cursor. */
+  obterMaiorSequence(): Promise<bigint> {
+    return this.leitor().obterMaiorSequence();
+  }
+
+  obterUltimoEventId(): Promise<string | null> {
+    return this.leitor().obterUltimoEventId();
+  }
+
+  /** Seed 4.5: pending (`pendente` + `retrying`) DLQ entries per colony. */
+  obterEstatisticasDLQ(): Promise<DLQEstatisticas> {
+    return this.leitor().obterEstatisticasDLQ();
+  }
+
+  obterPendentesDLQ(colonia: string): Promise<DLQEntrada[]> {
+    return this.leitor().obterPendentesDLQ(colonia);
+  }
+
+  private leitor(): EventLogReader {
+    this.assertOpen();
+    if (!this.reader) {
+      const pool =
+        this.options.pool ??
+        (this.ownPool = this.options.databaseUrl
+          ? new pg.Pool({ connectionString: this.options.databaseUrl, max: 4 })
+          : undefined);
+      if (!pool)
+        throw new FeromoniosError('CONFIG_INVALID', 'reads of the log need the `databaseUrl` (or `pool`) option');
+      this.reader = new EventLogReader(pool, this.logger);
+    }
+    return this.reader;
+  }
+
   /** Registers every catalog version with the registry (what `npm run schemas:sync` does). */
   async sincronizarSchemas(): Promise<SchemaSyncEntry[]> {
     return syncSchemas(this.registry, this.catalog, this.topics);
@@ -169,6 +233,7 @@ export class EventBus {
     this.closed = true;
     await Promise.all([...this.colonias.values()].map((s) => s.close()));
     await this.publisher.close();
+    await this.ownPool?.end();
   }
 
   private assertOpen(): void {

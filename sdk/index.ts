@@ -38,4 +38,13 @@ export {
 } from './subscriber';
 export { criarTabelaInbox, INBOX_TABLE, type InboxOptions } from './inbox';
 export { REPROCESS_HEADERS, DLQ_OUTCOME_HEADER, type ReprocessOptions } from './reprocessing';
+export {
+  EventLogReader,
+  LIMITE_MAXIMO,
+  type ConsultarEventosDto,
+  type ResultadoPaginado,
+  type EventoDoLog,
+  type DLQEstatisticas,
+  type DLQEntrada,
+} from './event-log-reader';
 export { EventDecoder } from './event-decoder';

@@ -1,3 +1,4 @@
+import type { Pool } from 'pg';
 import type { Registry } from 'prom-client';
 import { ConfigError } from './errors';
 import type { Logger } from './logger';
@@ -29,6 +30,10 @@ export interface EventBusOptions {
   registryTimeoutMs: number;
   /** Retries of a retriable registry failure. */
   registryRetries: number;
+  /** PostgreSQL holding `core` (the reads: `consultarEventos`, `replayDeSequence`…). */
+  databaseUrl?: string;
+  /** Or a pool of your own (not closed by `encerrar`). */
+  pool?: Pool;
   /** Consuming (`inscrever`). */
   consumo: {
     /** Partitions a colony handles in parallel (order within each partition is kept). */

@@ -23,11 +23,14 @@ export default class LeakCheckingEnvironment extends NodeEnvironment {
     const g = this.global as HarnessGlobals;
     this.leaked = g.__feromoniosOpenClients ? [...g.__feromoniosOpenClients.keys()] : [];
     for (const cleanup of (g.__feromoniosCleanups ?? []).reverse()) {
+      const t0 = Date.now();
       try {
         await cleanup();
       } catch (err) {
         this.cleanupErrors.push(String(err));
       }
+      if (process.env.HARNESS_TIMING && Date.now() - t0 > 1000)
+        process.stderr.write(`[harness] slow cleanup ${Date.now() - t0} ms: ${cleanup.toString().slice(0, 80)}\n`);
     }
     g.__feromoniosCleanups = [];
   }

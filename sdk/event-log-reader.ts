@@ -1,0 +1,243 @@
+import type pg from 'pg';
+import type { EventoConsultado } from './contract';
+import { FeromoniosError } from './errors';
+import type { Logger } from './logger';
+import { isIsoTimestamp, isUuid } from './validation';
+
+/** Filters of `consultarEventos` (seed 4.3). */
+export interface ConsultarEventosDto {
+  tipo?: string;
+  origem?: string;
+  correlacao_id?: string;
+  /** ISO-8601, inclusive. */
+  timestamp_inicio?: string;
+  /** ISO-8601, inclusive. */
+  timestamp_fim?: string;
+  /** Inclusive. */
+  sequence_inicio?: number | bigint | string;
+  /** Inclusive. */
+  sequence_fim?: number | bigint | string;
+  /** Page size, default 100, capped at 500. */
+  limite?: number;
+  deslocamento?: number;
+}
+
+export interface ResultadoPaginado<T> {
+  linhas: T[];
+  total: number;
+  limite: number;
+  deslocamento: number;
+}
+
+/** A row of the log: payload redacted (`redigido: true` says so). */
+export type EventoDoLog = EventoConsultado & { sequence_number: bigint; criado_em: string; redigido: true };
+
+export interface DLQEstatisticas {
+  pendentes_por_colonia: Record<string, number>;
+  total_pendentes: number;
+}
+
+export interface DLQEntrada {
+  id: string;
+  event_id: string;
+  sequence_number: bigint;
+  colonia: string;
+  handler_nome: string | null;
+  mensagem_erro: string;
+  tentativas: number;
+  ultima_tentativa: string;
+  status: string;
+  criado_em: string;
+}
+
+export const LIMITE_MAXIMO = 500;
+export const LOTE_REPLAY = 1000;
+export const MAX_LOTES_REPLAY = 100;
+
+const COLUMNS = `sequence_number::text AS sequence_number, event_id::text AS event_id, tipo, versao_schema, timestamp, origem,
+  correlacao_id::text AS correlacao_id, causation_id::text AS causation_id, payload, criado_em`;
+
+interface Row {
+  sequence_number: string;
+  event_id: string;
+  tipo: string;
+  versao_schema: string;
+  timestamp: Date;
+  origem: string;
+  correlacao_id: string | null;
+  causation_id: string | null;
+  payload: Record<string, unknown>;
+  criado_em: Date;
+}
+
+const toEvento = (r: Row): EventoDoLog => ({
+  sequence_number: BigInt(r.sequence_number),
+  event_id: r.event_id,
+  tipo: r.tipo,
+  versao_schema: r.versao_schema,
+  timestamp: r.timestamp.toISOString(),
+  origem: r.origem,
+  correlacao_id: r.correlacao_id,
+  causation_id: r.causation_id,
+  payload: r.payload,
+  criado_em: r.criado_em.toISOString(),
+  redigido: true,
+});
+
+const bad = (msg: string): never => {
+  throw new FeromoniosError('BAD_REQUEST', msg);
+};
+
+function seq(v: unknown, name: string): string | undefined {
+  if (v === undefined || v === null || v === '') return undefined;
+  const s = typeof v === 'string' || typeof v === 'number' || typeof v === 'bigint' ? String(v) : JSON.stringify(v);
+  if (!/^\d{1,19}$/.test(s)) bad(`${name} must be a non-negative integer, got ${JSON.stringify(v)}`);
+  return s;
+}
+
+/**
+ * Reads of `core.event_log` and `core.dead_letter_queue` with the seed's semantics
+ * (sections 4.3–4.5). Every query is parameterised and served by the seed's indexes.
+ */
+export class EventLogReader {
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly logger: Logger,
+  ) {}
+
+  async consultarEventos(filtros: ConsultarEventosDto = {}): Promise<ResultadoPaginado<EventoDoLog>> {
+    const limite = Math.min(filtros.limite ?? 100, LIMITE_MAXIMO);
+    const deslocamento = filtros.deslocamento ?? 0;
+    if (!Number.isInteger(limite) || limite < 1)
+      bad(`limite must be a positive integer, got ${JSON.stringify(filtros.limite)}`);
+    if (!Number.isInteger(deslocamento) || deslocamento < 0) bad(`deslocamento must be a non-negative integer`);
+    const where: string[] = [];
+    const params: unknown[] = [];
+    const add = (sql: string, v: unknown): void => {
+      params.push(v);
+      where.push(sql.replace('?', `$${params.length}`));
+    };
+    if (filtros.tipo !== undefined) add('tipo = ?', filtros.tipo);
+    if (filtros.origem !== undefined) add('origem = ?', filtros.origem);
+    if (filtros.correlacao_id !== undefined) {
+      if (!isUuid(filtros.correlacao_id)) bad(`correlacao_id must be a UUID`);
+      add('correlacao_id = ?::uuid', filtros.correlacao_id);
+    }
+    for (const [k, op] of [
+      ['timestamp_inicio', '>='],
+      ['timestamp_fim', '<='],
+    ] as const) {
+      const v = filtros[k];
+      if (v === undefined) continue;
+      if (!isIsoTimestamp(v)) bad(`${k} must be ISO-8601 with a time zone`);
+      add(`timestamp ${op} ?::timestamptz`, v);
+    }
+    const si = seq(filtros.sequence_inicio, 'sequence_inicio');
+    const sf = seq(filtros.sequence_fim, 'sequence_fim');
+    if (si !== undefined) add('sequence_number >= ?::bigint', si);
+    if (sf !== undefined) add('sequence_number <= ?::bigint', sf);
+    const w = where.length ? `WHERE ${where.join(' AND ')}` : '';
+    const [count, rows] = await Promise.all([
+      this.pool.query<{ n: string }>(`SELECT count(*) AS n FROM core.event_log ${w}`, params),
+      this.pool.query<Row>(
+        `SELECT ${COLUMNS} FROM core.event_log ${w} ORDER BY event_log.sequence_number LIMIT $${params.length + 1} OFFSET $${params.length + 2}`,
+        [...params, limite, deslocamento],
+      ),
+    ]);
+    return { linhas: rows.rows.map(toEvento), total: Number(count.rows[0]?.n ?? 0), limite, deslocamento };
+  }
+
+  async obterEventoPorId(eventId: string): Promise<EventoDoLog | null> {
+    if (!isUuid(eventId)) return null;
+    const { rows } = await this.pool.query<Row>(`SELECT ${COLUMNS} FROM core.event_log WHERE event_id = $1`, [eventId]);
+    return rows[0] ? toEvento(rows[0]) : null;
+  }
+
+  /**
+   * Events with `sequence_number > deSequence`, ascending, optionally of some types: read in
+   * batches of 1000, at most 100 batches (a warning at the cap), accumulated (seed 4.4). For
+   * large ranges prefer `replayStream`, which never holds the range in memory.
+   */
+  async replayDeSequence(deSequence: number | bigint, tipos?: string[]): Promise<EventoDoLog[]> {
+    const out: EventoDoLog[] = [];
+    let batches = 0;
+    for await (const lote of this.lotes(deSequence, tipos)) {
+      out.push(...lote);
+      batches++;
+      if (batches >= MAX_LOTES_REPLAY) {
+        this.logger.warn('Teto de iterações do replay atingido', {
+          de_sequence: String(deSequence),
+          eventos: out.length,
+        });
+        break;
+      }
+      if (batches % 10 === 0)
+        this.logger.info('replay em progresso', { eventos: out.length, ate: String(out.at(-1)?.sequence_number) });
+    }
+    return out;
+  }
+
+  /** The same range as `replayDeSequence`, one event at a time, batch by batch (no cap). */
+  async *replayStream(deSequence: number | bigint, tipos?: string[]): AsyncGenerator<EventoDoLog> {
+    for await (const lote of this.lotes(deSequence, tipos)) yield* lote;
+  }
+
+  private async *lotes(deSequence: number | bigint, tipos?: string[]): AsyncGenerator<EventoDoLog[]> {
+    let cursor = seq(deSequence, 'deSequence') ?? '0';
+    for (;;) {
+      const params: unknown[] = [cursor, LOTE_REPLAY];
+      const filtro = tipos && tipos.length > 0 ? (params.push(tipos), 'AND tipo = ANY($3::text[])') : '';
+      const { rows } = await this.pool.query<Row>(
+        `SELECT ${COLUMNS} FROM core.event_log WHERE sequence_number > $1::bigint ${filtro} ORDER BY event_log.sequence_number LIMIT $2`,
+        params,
+      );
+      if (rows.length === 0) return;
+      yield rows.map(toEvento);
+      cursor = (rows.at(-1) as Row).sequence_number;
+      if (rows.length < LOTE_REPLAY) return;
+    }
+  }
+
+  async obterMaiorSequence(): Promise<bigint> {
+    const { rows } = await this.pool.query<{ s: string | null }>(
+      'SELECT max(sequence_number)::text AS s FROM core.event_log',
+    );
+    return BigInt(rows[0]?.s ?? '0');
+  }
+
+  async obterUltimoEventId(): Promise<string | null> {
+    const { rows } = await this.pool.query<{ id: string }>(
+      'SELECT event_id::text AS id FROM core.event_log ORDER BY event_log.sequence_number DESC LIMIT 1',
+    );
+    return rows[0]?.id ?? null;
+  }
+
+  async obterEstatisticasDLQ(): Promise<DLQEstatisticas> {
+    const { rows } = await this.pool.query<{ colonia: string; n: string }>(
+      `SELECT colonia, count(*) AS n FROM core.dead_letter_queue WHERE status IN ('pendente', 'retrying') GROUP BY colonia`,
+    );
+    const pendentes_por_colonia: Record<string, number> = {};
+    for (const r of rows) pendentes_por_colonia[r.colonia] = Number(r.n);
+    return { pendentes_por_colonia, total_pendentes: rows.reduce((n, r) => n + Number(r.n), 0) };
+  }
+
+  async obterPendentesDLQ(colonia: string): Promise<DLQEntrada[]> {
+    const { rows } = await this.pool.query<
+      Omit<DLQEntrada, 'sequence_number' | 'ultima_tentativa' | 'criado_em'> & {
+        sequence_number: string;
+        ultima_tentativa: Date;
+        criado_em: Date;
+      }
+    >(
+      `SELECT id::text, event_id::text, sequence_number::text, colonia, handler_nome, mensagem_erro, tentativas, ultima_tentativa, status, criado_em
+         FROM core.dead_letter_queue WHERE colonia = $1 AND status = 'pendente' ORDER BY dead_letter_queue.sequence_number`,
+      [colonia],
+    );
+    return rows.map((r) => ({
+      ...r,
+      sequence_number: BigInt(r.sequence_number),
+      ultima_tentativa: r.ultima_tentativa.toISOString(),
+      criado_em: r.criado_em.toISOString(),
+    }));
+  }
+}
