@@ -220,8 +220,7 @@ export class Bridge {
       lane.subscribed = new Set(topics);
       this.o.logger.info('subscribed', { lane: lane.name, topics });
     }
-    if (this.lanes[0]?.consumer) this.lastDbOk = true;
-    else await this.checkDatabase();
+    await this.checkDatabase(); // readiness follows the database, not the consumer's existence
   }
 
   private async checkDatabase(): Promise<void> {

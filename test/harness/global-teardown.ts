@@ -22,4 +22,21 @@ export default async function globalTeardown(): Promise<void> {
   const started = (process.env.FEROMONIOS_TEST_STARTED ?? '').split(',').filter(Boolean);
   if (started.length > 0 && process.env.FEROMONIOS_KEEP_SERVICES !== '1') await down(started);
   process.env.FEROMONIOS_TEST_STARTED = '';
+  if (process.env.FEROMONIOS_DEBUG_HANDLES) {
+    setTimeout(() => {
+      const handles = (process as unknown as { _getActiveHandles(): unknown[] })._getActiveHandles();
+      const describe = (h: unknown): string => {
+        const s = h as {
+          constructor?: { name?: string };
+          remotePort?: number;
+          localPort?: number;
+          _idleTimeout?: number;
+        };
+        return `${s.constructor?.name ?? '?'}${s.remotePort ? ` remote:${s.remotePort}` : ''}${s.localPort ? ` local:${s.localPort}` : ''}`;
+      };
+      process.stderr.write(
+        `[harness] still open after teardown: ${process.getActiveResourcesInfo().join(', ')}\n  ${handles.map(describe).join('\n  ')}\n`,
+      );
+    }, 3000).unref();
+  }
 }
