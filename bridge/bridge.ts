@@ -81,9 +81,7 @@ interface Lane {
 /** What `retrying` returns when it gave up because the bridge stops or lost the partition. */
 const ABORTED = Symbol('aborted');
 
-type Decoded =
-  | { kind: 'ok'; row: LogRow; offset: string }
-  | { kind: 'poison'; reason: string; detail: string; message: KafkaMessage };
+type Decoded = { kind: 'ok'; row: LogRow } | { kind: 'poison'; reason: string; detail: string; message: KafkaMessage };
 
 /**
  * The sink connector: mirrors every event topic into `core.event_log`, redacted, with the
@@ -372,7 +370,6 @@ export class Bridge {
         const policy = this.o.catalog.tipo(ev.tipo)?.redacao ?? { campos: {} };
         out.push({
           kind: 'ok',
-          offset: message.offset,
           row: {
             event_id: ev.event_id,
             tipo: ev.tipo,

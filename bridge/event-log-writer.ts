@@ -1,16 +1,11 @@
 import type pg from 'pg';
+import type { EventoConsultado } from '../sdk/contract';
 
-/** One event ready for `core.event_log` (payload already redacted). */
-export interface LogRow {
-  event_id: string;
-  tipo: string;
-  versao_schema: string;
-  timestamp: string;
-  origem: string;
-  correlacao_id: string | null;
-  causation_id: string | null;
-  payload: Record<string, unknown>;
-}
+/** One event ready for `core.event_log` (payload already redacted): the contract's columns. */
+export type LogRow = Pick<
+  EventoConsultado,
+  'event_id' | 'tipo' | 'versao_schema' | 'timestamp' | 'origem' | 'correlacao_id' | 'causation_id' | 'payload'
+>;
 
 export interface WriteResult {
   inserted: Array<{ event_id: string; sequence_number: string }>;

@@ -1,7 +1,7 @@
 import { serviceEnv, createTestDatabase, randomNamespace, testKafka, waitFor } from './harness';
 
 describe('the real services the suite runs against', () => {
-  const { kafka, producer, consumer, admin } = testKafka();
+  const { producer, consumer, admin } = testKafka();
 
   it('produces and consumes one message through the real broker', async () => {
     const topic = `${randomNamespace()}.smoke`;
@@ -21,7 +21,6 @@ describe('the real services the suite runs against', () => {
     await p.send({ topic, acks: -1, messages: [{ key: 'k', value: 'olá' }] });
     await waitFor(() => received.length === 1, { message: 'message consumed' });
     expect(received).toEqual(['olá']);
-    expect(kafka).toBeDefined();
   });
 
   it('registers and fetches a JSON schema through the registry Confluent API', async () => {
