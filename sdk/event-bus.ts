@@ -110,7 +110,8 @@ export class EventBus {
    * one consumer group; the calls a colony makes at boot join it once, a later call still
    * works. Handlers run independently under protection: span, metrics, bounded retries with
    * backoff, timeout, then the colony's DLQ topic — the partition always moves on.
-   * `await bus.inscricoesProntas()` resolves once the groups have joined.
+   * `await bus.inscricoesProntas()` resolves once the groups have joined and fixed their
+   * starting offsets: anything published after it is delivered.
    */
   inscrever(tipo: string, colonia: string, manipulador: ManipuladorEvento, opcoes: OpcoesInscricao = {}): void {
     this.assertOpen();
@@ -160,7 +161,10 @@ export class EventBus {
     await this.publisher.sendRaw(this.topics.reprocessar(colonia), [reprocessMessage({ ...evento, tipo }, id, opcoes)]);
   }
 
-  /** Resolves when every colony's group (or `colonia`'s) has joined with its subscriptions. */
+  /**
+   * Resolves when every colony's group (or `colonia`'s) has joined with its subscriptions and
+   * resolved where it starts reading: an event published afterwards reaches the handlers.
+   */
   async inscricoesProntas(colonia?: string): Promise<void> {
     const subs = colonia ? [this.colonias.get(colonia)] : [...this.colonias.values()];
     await Promise.all(subs.map((s) => (s ? s.pronto() : Promise.resolve())));

@@ -145,7 +145,10 @@ export class ColonySubscriber {
     );
   }
 
-  /** Resolves when the group has joined with every topic subscribed so far. */
+  /**
+   * Resolves when the group has joined with every topic subscribed so far and its starting
+   * offsets are fixed: an event published after this resolves is delivered.
+   */
   async pronto(): Promise<void> {
     await this.syncing;
     if (this.ready) return;
@@ -191,7 +194,16 @@ export class ColonySubscriber {
       heartbeatInterval: Math.min(3_000, Math.floor(this.d.sessionTimeoutMs / 3)),
       maxWaitTimeInMs: 100,
     });
+    // Ready = joined AND starting offsets resolved. A new group without `desdeOInicio` starts at
+    // the end of each partition, resolved at the first fetch after the join (kafkajs emits FETCH
+    // after resolving): declaring ready at GROUP_JOIN would let an event published right after
+    // `inscricoesProntas()` fall before that starting point and never be delivered.
+    let joined = false;
     consumer.on(consumer.events.GROUP_JOIN, () => {
+      joined = true;
+    });
+    consumer.on(consumer.events.FETCH, () => {
+      if (!joined || this.ready) return;
       this.ready = true;
       this.readyWaiters.splice(0).forEach((r) => r());
     });
