@@ -29,6 +29,11 @@ export const auditEnv = {
     doc: 'Proxies whose X-Forwarded-For is believed (empty: none).',
   }),
   AUDIT_RATE_LIMIT_PER_MINUTE: env.int({ min: 1, default: 600, doc: 'Requests per minute per client address.' }),
+  AUDIT_REPROCESS_INTERVAL_SECONDS: env.int({
+    min: 0,
+    default: 60,
+    doc: 'Minimum time between two accepted reprocessing requests for one colony, in seconds.',
+  }),
 };
 
 export type AuditConfig = EnvValues<typeof auditEnv>;

@@ -3,6 +3,7 @@ import pg from 'pg';
 import * as initCore from './20260808112047_init_core';
 import * as dlqUnique from './20260814154200_add_dlq_unique_event_colonia';
 import * as causation from './20261130120000_add_event_log_causation_id';
+import * as reprocessingAudit from './20261201090000_add_dlq_reprocessing_audit';
 
 /**
  * The `core` schema's migrations, in order. Landed migrations are never edited: add a file
@@ -16,6 +17,7 @@ export const MIGRATIONS: ReadonlyArray<{
   { name: '20260808112047_init_core', module: initCore },
   { name: '20260814154200_add_dlq_unique_event_colonia', module: dlqUnique },
   { name: '20261130120000_add_event_log_causation_id', module: causation },
+  { name: '20261201090000_add_dlq_reprocessing_audit', module: reprocessingAudit },
 ];
 
 const source: Knex.MigrationSource<(typeof MIGRATIONS)[number]> = {

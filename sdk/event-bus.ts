@@ -20,6 +20,12 @@ import {
   type EventoDoLog,
   type ResultadoPaginado,
 } from './event-log-reader';
+import {
+  DlqReprocessor,
+  type FiltrosReprocessamentos,
+  type OpcoesReprocessamento,
+  type ResultadoReprocessamento,
+} from './dlq-reprocessing';
 import { ColonySubscriber, type ManipuladorEvento, type OpcoesInscricao } from './subscriber';
 import { TopicNames } from './topics';
 
@@ -44,6 +50,7 @@ export class EventBus {
   private readonly colonias = new Map<string, ColonySubscriber>();
   private closed = false;
   private reader: EventLogReader | undefined;
+  private reprocessor: DlqReprocessor | undefined;
   private ownPool: pg.Pool | undefined;
 
   constructor(input: EventBusInput) {
@@ -208,19 +215,53 @@ export class EventBus {
     return this.leitor().obterPendentesDLQ(colonia);
   }
 
+  /**
+   * Seed 4.5, audited (seed 003 §8): sends the colony's pending DLQ entries back to it through
+   * `<ns>.reprocessar.<colonia>` — the original full payload while the colony's DLQ topic still
+   * retains it, else the redacted log copy flagged `redigido` — and marks them `retrying`. Every
+   * call is recorded in `core.dlq_reprocessamento` (who, when, which events, outcome). The
+   * colony's handlers then resolve each entry, or it fails again (docs/reprocessing.md).
+   * Throws `ThrottledError` (`RATE_LIMITED`) inside `opcoes.intervaloMinimoMs` of the last call.
+   */
+  reprocessarPendentesDLQ(colonia: string, opcoes: OpcoesReprocessamento = {}): Promise<ResultadoReprocessamento> {
+    return this.reprocessador().reprocessar(colonia, opcoes);
+  }
+
+  /** The reprocessing audit trail, newest first (`core.dlq_reprocessamento`). */
+  listarReprocessamentosDLQ(filtros: FiltrosReprocessamentos = {}): ReturnType<DlqReprocessor['listar']> {
+    return this.reprocessador().listar(filtros);
+  }
+
   private leitor(): EventLogReader {
-    this.assertOpen();
-    if (!this.reader) {
-      const pool =
-        this.options.pool ??
-        (this.ownPool = this.options.databaseUrl
-          ? new pg.Pool({ connectionString: this.options.databaseUrl, max: 4 })
-          : undefined);
-      if (!pool)
-        throw new FeromoniosError('CONFIG_INVALID', 'reads of the log need the `databaseUrl` (or `pool`) option');
-      this.reader = new EventLogReader(pool, this.logger);
-    }
+    this.reader ??= new EventLogReader(this.database(), this.logger);
     return this.reader;
+  }
+
+  private reprocessador(): DlqReprocessor {
+    this.reprocessor ??= new DlqReprocessor({
+      pool: this.database(),
+      kafka: this.kafka,
+      topics: this.topics,
+      catalog: this.catalog,
+      schemaIds: this.schemaIds,
+      send: (topic, messages) => this.publisher.sendRaw(topic, messages),
+      logger: this.logger,
+      metrics: this.metrics,
+    });
+    return this.reprocessor;
+  }
+
+  /** The pool of `core` reads and DLQ reprocessing: the `pool` option, or one of our own. */
+  private database(): pg.Pool {
+    this.assertOpen();
+    const pool =
+      this.options.pool ??
+      (this.ownPool ??= this.options.databaseUrl
+        ? new pg.Pool({ connectionString: this.options.databaseUrl, max: 4 })
+        : undefined);
+    if (!pool)
+      throw new FeromoniosError('CONFIG_INVALID', 'reads of the log need the `databaseUrl` (or `pool`) option');
+    return pool;
   }
 
   /** Registers every catalog version with the registry (what `npm run schemas:sync` does). */

@@ -51,6 +51,8 @@ export interface DLQEntrada {
 }
 
 export const LIMITE_MAXIMO = 500;
+/** Largest `sequence_number` PostgreSQL's BIGINT holds. */
+const MAX_BIGINT = 9223372036854775807n;
 export const LOTE_REPLAY = 1000;
 export const MAX_LOTES_REPLAY = 100;
 
@@ -91,7 +93,8 @@ const bad = (msg: string): never => {
 function seq(v: unknown, name: string): string | undefined {
   if (v === undefined || v === null || v === '') return undefined;
   const s = typeof v === 'string' || typeof v === 'number' || typeof v === 'bigint' ? String(v) : JSON.stringify(v);
-  if (!/^\d{1,19}$/.test(s)) bad(`${name} must be a non-negative integer, got ${JSON.stringify(v)}`);
+  if (!/^\d{1,19}$/.test(s) || BigInt(s) > MAX_BIGINT)
+    bad(`${name} must be an integer between 0 and ${MAX_BIGINT}, got ${JSON.stringify(v)}`);
   return s;
 }
 

@@ -48,3 +48,11 @@ export {
   type DLQEntrada,
 } from './event-log-reader';
 export { EventDecoder } from './event-decoder';
+export {
+  ThrottledError,
+  defaultOpcoesReprocessamento,
+  type OpcoesReprocessamento,
+  type ResultadoReprocessamento,
+  type RegistroReprocessamento,
+  type FiltrosReprocessamentos,
+} from './dlq-reprocessing';

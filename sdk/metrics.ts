@@ -10,6 +10,7 @@ export class SdkMetrics {
   readonly consumed: Counter<'tipo' | 'colonia' | 'result'>;
   readonly handlerDuration: Histogram<'tipo' | 'colonia' | 'result'>;
   readonly deadLettered: Counter<'colonia' | 'manipulador'>;
+  readonly reprocessed: Counter<'colonia' | 'fonte'>;
 
   constructor(readonly registry: Registry = new Registry()) {
     this.published = getOrCreate(
@@ -66,6 +67,17 @@ export class SdkMetrics {
           name: 'feromonios_dlq_sent_total',
           help: 'Messages sent to a colony DLQ topic, by colony and handler.',
           labelNames: ['colonia', 'manipulador'],
+          registers: [registry],
+        }),
+    );
+    this.reprocessed = getOrCreate(
+      registry,
+      'feromonios_dlq_reprocessed_total',
+      () =>
+        new Counter({
+          name: 'feromonios_dlq_reprocessed_total',
+          help: 'DLQ entries sent back to their colony, by colony and payload source (original or redigido).',
+          labelNames: ['colonia', 'fonte'],
           registers: [registry],
         }),
     );

@@ -6,7 +6,7 @@ import type { Logger } from './logger';
 import type { SdkMetrics } from './metrics';
 import type { SchemaCatalog } from './catalog';
 import type { SchemaIdResolver } from './schema-ids';
-import { ensureTopics, type TopicNames, type TopicSettings } from './topics';
+import { ensureTopics, withAdmin, type TopicNames, type TopicSettings } from './topics';
 import { endSpan, startProducerSpan, traceparentOf } from './tracing';
 import { validarEvento, type EventoValidado } from './validation';
 import { buildHeaders, encodeValue } from './wire-format';
@@ -168,16 +168,12 @@ export class Publisher {
   private async ensureTopics(topics: string[]): Promise<void> {
     const missing = topics.filter((t) => !this.readyTopics.has(t));
     if (missing.length === 0) return;
-    const admin = this.d.kafka.admin();
-    await admin.connect();
-    try {
+    await withAdmin(this.d.kafka, async (admin) => {
       await ensureTopics(admin, missing, this.d.topicSettings);
       const meta = await admin.fetchTopicMetadata({ topics: missing });
       for (const t of meta.topics) this.partitionCounts.set(t.name, t.partitions.length);
-      missing.forEach((t) => this.readyTopics.add(t));
-    } finally {
-      await admin.disconnect();
-    }
+    });
+    missing.forEach((t) => this.readyTopics.add(t));
   }
 
   private connect(): Promise<Producer> {

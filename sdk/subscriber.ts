@@ -8,7 +8,7 @@ import type { SdkMetrics } from './metrics';
 import { scrubText } from './redaction';
 import { withInbox, type InboxOptions } from './inbox';
 import { DLQ_OUTCOME_HEADER, REPROCESS_HEADERS } from './reprocessing';
-import { ensureTopics, type TopicNames, type TopicSettings } from './topics';
+import { ensureTopics, withAdmin, type TopicNames, type TopicSettings } from './topics';
 import type { PoolClient } from 'pg';
 import { endSpan, startConsumerSpan } from './tracing';
 import { headerString, HEADER } from './wire-format';
@@ -25,6 +25,12 @@ export interface ContextoEntrega {
    * resolves and rolls back when it throws.
    */
   transacao?: PoolClient;
+  /**
+   * Set when this delivery is a reprocessing (`reentregarParaColonia`, the audit API): the
+   * audited request's id, and `redigido: true` when the payload is the redacted log copy
+   * (the DLQ topic no longer held the original), so fields the policy dropped are missing.
+   */
+  reprocessamento?: { pedido?: string; redigido: boolean };
 }
 
 /** A colony's handler (seed 4.2): receives the event with its full payload. */
@@ -170,13 +176,9 @@ export class ColonySubscriber {
       this.d.topics.reprocessar(this.d.colonia),
     ];
     if (this.consumer && topics.every((t) => this.subscribedTopics.has(t))) return;
-    const admin = this.d.kafka.admin();
-    await admin.connect();
-    try {
-      await ensureTopics(admin, [...topics, this.d.topics.dlq(this.d.colonia)], this.d.topicSettings);
-    } finally {
-      await admin.disconnect();
-    }
+    await withAdmin(this.d.kafka, (admin) =>
+      ensureTopics(admin, [...topics, this.d.topics.dlq(this.d.colonia)], this.d.topicSettings),
+    );
     if (!this.dlqProducer) {
       this.dlqProducer = this.d.kafka.producer({
         idempotent: true,
@@ -323,6 +325,13 @@ export class ColonySubscriber {
       tipo: evento.tipo,
       manipulador: h.nome,
     };
+    const reprocessamento =
+      topic === this.d.topics.reprocessar(this.d.colonia)
+        ? {
+            pedido: headerString(message.headers, REPROCESS_HEADERS.request),
+            redigido: headerString(message.headers, REPROCESS_HEADERS.redacted) === 'true',
+          }
+        : undefined;
     let lastErr: unknown;
     let attempt = 0;
     for (attempt = 1; attempt <= 1 + h.opcoes.tentativasExtras; attempt++) {
@@ -338,7 +347,7 @@ export class ColonySubscriber {
       );
       const t0 = process.hrtime.bigint();
       try {
-        const ran = await this.runWithTimeout(h, evento, attempt);
+        const ran = await this.runWithTimeout(h, evento, attempt, reprocessamento);
         endSpan(span);
         this.observe(h, evento, ran ? 'success' : 'duplicate', t0);
         return true;
@@ -370,7 +379,12 @@ export class ColonySubscriber {
   }
 
   /** Runs the handler (inside its inbox transaction, if any); `false` = already processed. */
-  private async runWithTimeout(h: Inscricao, evento: EventoConsultado, tentativa: number): Promise<boolean> {
+  private async runWithTimeout(
+    h: Inscricao,
+    evento: EventoConsultado,
+    tentativa: number,
+    reprocessamento: ContextoEntrega['reprocessamento'],
+  ): Promise<boolean> {
     const ctl = new AbortController();
     const onClose = (): void => ctl.abort();
     this.abort.signal.addEventListener('abort', onClose);
@@ -381,7 +395,7 @@ export class ColonySubscriber {
           .then(() =>
             h.manipulador(
               { ...evento, payload: structuredClone(evento.payload) },
-              { tentativa, signal: ctl.signal, transacao },
+              { tentativa, signal: ctl.signal, transacao, reprocessamento },
             ),
           )
           .then(() => undefined);

@@ -1,4 +1,4 @@
-import type { Admin, ITopicConfig } from 'kafkajs';
+import type { Admin, ITopicConfig, Kafka } from 'kafkajs';
 import { ConfigError } from './errors';
 
 /**
@@ -119,4 +119,18 @@ export async function ensureTopics(admin: Admin, topics: string[], settings: Top
     if (!missing.every((t) => now.has(t))) throw err;
   }
   return missing;
+}
+
+/**
+ * Runs `fn` with a short-lived admin client that is disconnected afterwards — also when
+ * `connect()` itself fails, which otherwise leaves a socket to the seed broker open.
+ */
+export async function withAdmin<T>(kafka: Kafka, fn: (admin: Admin) => Promise<T>): Promise<T> {
+  const admin = kafka.admin();
+  try {
+    await admin.connect();
+    return await fn(admin);
+  } finally {
+    await admin.disconnect().catch(() => undefined);
+  }
 }

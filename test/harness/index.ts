@@ -10,6 +10,7 @@
 import { randomBytes } from 'node:crypto';
 import { Kafka, logLevel, type Admin, type Consumer, type KafkaMessage, type Producer } from 'kafkajs';
 import pg from 'pg';
+import { withAdmin } from '../../sdk/topics';
 
 export interface ServiceEnv {
   brokers: string[];
@@ -177,17 +178,10 @@ export type KafkaMessageWithPosition = KafkaMessage & { partition: number; topic
 
 /** Total messages ever written to a topic (sum of high watermarks), 0 if it does not exist. */
 export async function topicMessageCount(topic: string): Promise<number> {
-  const admin = new Kafka({
-    clientId: 'test-count',
-    brokers: serviceEnv().brokers,
-    logLevel: logLevel.NOTHING,
-  }).admin();
-  await admin.connect();
-  try {
+  const kafka = new Kafka({ clientId: 'test-count', brokers: serviceEnv().brokers, logLevel: logLevel.NOTHING });
+  return withAdmin(kafka, async (admin) => {
     if (!(await admin.listTopics()).includes(topic)) return 0;
     const offsets = await admin.fetchTopicOffsets(topic);
     return offsets.reduce((n, o) => n + Number(o.high) - Number(o.low), 0);
-  } finally {
-    await admin.disconnect();
-  }
+  });
 }

@@ -1,0 +1,75 @@
+/**
+ * The audit API process: `npx tsx audit-api/main.ts` (configuration: audit-api/config.ts,
+ * .env.example). Applies pending migrations, then serves the `/api/events` routes until SIGTERM.
+ */
+import type http from 'node:http';
+import pg from 'pg';
+import { Registry } from 'prom-client';
+import { migrateLatest } from '../migrations';
+import { ConfigError } from '../sdk/errors';
+import { EventBus } from '../sdk/event-bus';
+import { jsonLogger } from '../sdk/logger';
+import { createAuditApp } from './app';
+import { loadAuditConfig } from './config';
+import { AuditMetrics } from './metrics';
+
+async function main(): Promise<void> {
+  let cfg;
+  try {
+    cfg = loadAuditConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      console.error(`audit-api: ${err.message}`);
+      process.exit(2);
+    }
+    throw err;
+  }
+  const logger = jsonLogger('audit-api', cfg.LOG_LEVEL);
+  await migrateLatest(cfg.DATABASE_URL);
+  const pool = new pg.Pool({ connectionString: cfg.DATABASE_URL, max: 8, connectionTimeoutMillis: 5000 });
+  pool.on('error', (err) => logger.warn('idle database connection failed', { error: err.message }));
+  const registry = new Registry();
+  const bus = new EventBus({
+    brokers: cfg.KAFKA_BROKERS,
+    registryUrl: cfg.SCHEMA_REGISTRY_URL,
+    clientId: 'feromonios-audit-api',
+    namespace: cfg.FEROMONIOS_TOPIC_NAMESPACE,
+    pool,
+    logger,
+    metricsRegistry: registry,
+  });
+  const app = createAuditApp({ bus, pool, config: cfg, logger, metrics: new AuditMetrics(registry) });
+  const server = await new Promise<http.Server>((resolve, reject) => {
+    const s = app.listen(cfg.AUDIT_API_PORT, '0.0.0.0', (err?: Error) => (err ? reject(err) : resolve(s)));
+  });
+  logger.info('audit API listening', { port: cfg.AUDIT_API_PORT });
+
+  let stopping = false;
+  const shutdown = (signal: string): void => {
+    if (stopping) return;
+    stopping = true;
+    logger.info('shutting down', { signal });
+    server.close();
+    server.closeIdleConnections();
+    void (async () => {
+      await bus.encerrar();
+      await pool.end();
+      process.exit(0);
+    })();
+  };
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => shutdown('SIGINT'));
+}
+
+main().catch((err: unknown) => {
+  console.error(
+    JSON.stringify({
+      level: 'error',
+      component: 'audit-api',
+      msg: 'fatal',
+      error: (err as Error).message,
+      stack: (err as Error).stack,
+    }),
+  );
+  process.exit(1);
+});
