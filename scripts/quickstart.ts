@@ -1,11 +1,17 @@
 /**
  * `npm start`: the main job on a fresh machine. Brings the services up, prepares the database,
  * syncs the schemas, runs the bridge, publishes the seed's sample flow as a demo colony, shows
- * it in core.event_log (redacted), and keeps the bridge running until Ctrl-C.
+ * it in core.event_log (redacted), serves the audit API and asks it for the flow's trace, and
+ * keeps the bridge and the audit API running until Ctrl-C.
  * `npm start -- --once` exits after the demo (used by test/quickstart.e2e.test.ts).
  */
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
+import type http from 'node:http';
+import { SignJWT } from 'jose';
 import pg from 'pg';
+import { Registry } from 'prom-client';
+import { createAuditApp } from '../audit-api/app';
+import { AuditMetrics } from '../audit-api/metrics';
 import { Bridge } from '../bridge/bridge';
 import { BridgeMetrics } from '../bridge/metrics';
 import { startOpsServer } from '../bridge/ops-server';
@@ -20,6 +26,7 @@ const once = process.argv.includes('--once');
 const namespace = process.env.FEROMONIOS_TOPIC_NAMESPACE ?? 'feromonios';
 const demoDb = process.env.FEROMONIOS_DEMO_DB ?? 'feromonios';
 const bridgePort = Number(process.env.BRIDGE_PORT ?? 9464);
+const auditPort = Number(process.env.AUDIT_API_PORT ?? 8080);
 
 async function ensureDatabase(serverUrl: string, name: string): Promise<string> {
   const admin = new pg.Client({ connectionString: serverUrl });
@@ -120,16 +127,61 @@ async function main(): Promise<void> {
   for (const r of rows)
     log(`  #${String(r.sequence_number)} ${String(r.tipo)} from ${String(r.origem)}: ${JSON.stringify(r.payload)}`);
   log(`bridge metrics: http://127.0.0.1:${bridgePort}/metrics, readiness: http://127.0.0.1:${bridgePort}/ready`);
+
+  // The audit API over the same database, with a demo operator token.
+  const secret = process.env.AUDIT_JWT_SECRET ?? `demo-only-${randomBytes(24).toString('hex')}`;
+  const registry = new Registry();
+  const auditBus = new EventBus({
+    brokers,
+    registryUrl: endpoints.SCHEMA_REGISTRY_URL,
+    namespace,
+    clientId: 'feromonios-audit-api-demo',
+    pool,
+    logger: silentLogger,
+    metricsRegistry: registry,
+  });
+  const app = createAuditApp({
+    bus: auditBus,
+    pool,
+    config: {
+      AUDIT_JWT_SECRET: secret,
+      AUDIT_JWT_ISSUER: 'feromonios',
+      AUDIT_JWT_AUDIENCE: 'feromonios-audit',
+      AUDIT_OPERATOR_ROLES: ['operador', 'admin'],
+      AUDIT_ALLOWED_CIDRS: ['127.0.0.1/32', '::1/128'],
+      AUDIT_TRUSTED_PROXY: [],
+      AUDIT_RATE_LIMIT_PER_MINUTE: 600,
+      AUDIT_REPROCESS_INTERVAL_SECONDS: 60,
+    },
+    logger: jsonLogger('audit-api', 'warn'),
+    metrics: new AuditMetrics(registry),
+  });
+  const auditServer = await new Promise<http.Server>((resolve, reject) => {
+    const srv = app.listen(auditPort, '127.0.0.1', (err?: Error) => (err ? reject(err) : resolve(srv)));
+  });
+  const token = await new SignJWT({ sub: 'operador-demo', papel: 'operador' })
+    .setProtectedHeader({ alg: 'HS256' })
+    .setIssuer('feromonios')
+    .setAudience('feromonios-audit')
+    .setIssuedAt()
+    .setExpirationTime('8h')
+    .sign(new TextEncoder().encode(secret));
+  const traceUrl = `http://127.0.0.1:${auditPort}/api/events/trace/${correlacao_id}`;
+  const res = await fetch(traceUrl, { headers: { authorization: `Bearer ${token}` } });
+  const trace = (await res.json()) as { total: number; linhas: Array<{ sequence_number: string; tipo: string }> };
+  if (res.status !== 200 || trace.total !== flow.length)
+    throw new Error(`the audit API answered ${res.status} with ${trace.total} events for the demo trace`);
   log(
-    `trace of the demo flow: psql "${databaseUrl}" -c "SELECT * FROM core.event_log WHERE correlacao_id = '${correlacao_id}'"`,
+    `audit API on http://127.0.0.1:${auditPort}: trace of the demo flow answered ${res.status} with ${trace.total} events (${trace.linhas.map((l) => `#${l.sequence_number} ${l.tipo}`).join(', ')})`,
   );
-  log(
-    'coming next (open issues): the audit API with GET /api/events/trace/<correlacao_id>, a demo subscriber (inscrever), DLQ reprocessing.',
-  );
+  log(`try it (demo operator token, valid 8 h): curl -H "Authorization: Bearer ${token}" ${traceUrl}`);
 
   const shutdown = async (): Promise<void> => {
+    auditServer.closeAllConnections();
+    auditServer.close();
     await bridge.stop();
     await bus.encerrar();
+    await auditBus.encerrar();
     await pool.end();
     server.close();
   };
@@ -137,7 +189,7 @@ async function main(): Promise<void> {
     await shutdown();
     return;
   }
-  log('the bridge keeps running; Ctrl-C stops it (the services stay up: `npm run infra:down`).');
+  log('the bridge and the audit API keep running; Ctrl-C stops them (the services stay up: `npm run infra:down`).');
   process.once('SIGINT', () => void shutdown().then(() => process.exit(0)));
   process.once('SIGTERM', () => void shutdown().then(() => process.exit(0)));
 }

@@ -8,6 +8,7 @@ import { renderEnvFile } from '../scripts/env-example';
 
 interface ComposeService {
   environment?: Record<string, string>;
+  command?: string[];
 }
 
 const compose = parse(fs.readFileSync(path.join(__dirname, '..', 'docker-compose.redpanda.yml'), 'utf8'), {
@@ -23,6 +24,12 @@ describe('docker-compose.redpanda.yml', () => {
     const unknown = Object.keys(env).filter((k) => !(k in spec));
     expect(unknown).toEqual([]);
     expect(() => readEnv(spec, env)).not.toThrow();
+  });
+
+  it.each(['bridge', 'audit-api'])('starts %s from an entry file that exists', (name) => {
+    const entry = compose.services[name]?.command?.find((a) => a.endsWith('.ts'));
+    expect(entry).toBe(`${name}/main.ts`);
+    expect(fs.existsSync(path.join(__dirname, '..', entry!))).toBe(true);
   });
 });
 

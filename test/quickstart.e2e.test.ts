@@ -17,6 +17,7 @@ describe('README quick start (npm start)', () => {
           FEROMONIOS_TOPIC_NAMESPACE: randomNamespace(),
           FEROMONIOS_DEMO_DB: `fero_t_${process.env.FEROMONIOS_TEST_RUN_ID ?? 'x'}_demo${randomSuffix()}`,
           BRIDGE_PORT: String(19900 + Math.floor(Math.random() * 90)),
+          AUDIT_API_PORT: String(19800 + Math.floor(Math.random() * 90)),
         },
       },
     );
@@ -29,5 +30,11 @@ describe('README quick start (npm start)', () => {
     expect(res.stdout).toMatch(/#\d+ demanda\.categorizada from D-3/);
     expect(res.stdout).toMatch(/subscriber D-4 handled demanda\.recebida/);
     expect(res.stdout).toMatch(/subscriber D-4 handled demanda\.categorizada/);
+    expect(res.stdout).toMatch(
+      /audit API on http:\/\/127\.0\.0\.1:\d+: trace of the demo flow answered 200 with 3 events/,
+    );
+    expect(res.stdout).toMatch(
+      /curl -H "Authorization: Bearer eyJ[\w.-]+" http:\/\/127\.0\.0\.1:\d+\/api\/events\/trace\//,
+    );
   }, 200_000);
 });
