@@ -4,6 +4,7 @@ import { auditEnv } from '../audit-api/config';
 import { bridgeEnv } from '../bridge/config';
 import { connectionEnv } from '../sdk/config';
 import { renderEnvExample } from '../sdk/env';
+import { outboxRelayEnv } from './outbox-relay';
 
 const omit = (spec: Record<string, unknown>): Record<string, unknown> =>
   Object.fromEntries(Object.entries(spec).filter(([k]) => !(k in connectionEnv)));
@@ -16,6 +17,7 @@ export function renderEnvFile(): string {
       renderEnvExample('every process (SDK, bridge, audit API)', connectionEnv),
       renderEnvExample('bridge', omit(bridgeEnv) as typeof bridgeEnv),
       renderEnvExample('audit API', omit(auditEnv) as typeof auditEnv),
+      renderEnvExample('outbox relay process (scripts/outbox-relay.ts)', omit(outboxRelayEnv) as typeof outboxRelayEnv),
     ].join('\n\n') + '\n'
   );
 }

@@ -40,7 +40,7 @@ export interface EventoConsultado {
   /**
    * Global order assigned by the bridge when it writes `core.event_log`. `null` where the log
    * has not been consulted: in the value `publicar()` returns (the bridge writes the row moments
-   * later; see docs/publishing.md) and in live deliveries.
+   * later; see docs/publishing.md — `{ confirmar: true }` waits for it) and in live deliveries.
    */
   sequence_number: bigint | null;
   event_id: string;

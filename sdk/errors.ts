@@ -1,3 +1,5 @@
+import type { EventoConsultado } from './contract';
+
 /**
  * Every failure the SDK, the bridge and the audit API raise is a `FeromoniosError` with a
  * `code` from the closed list below and a `retriable` decision. Retry loops ask the error
@@ -136,6 +138,25 @@ export class WireFormatError extends FeromoniosError {
     message: string,
   ) {
     super('WIRE_FORMAT', message);
+  }
+}
+
+/**
+ * Confirmed publishing: the broker acknowledged the event but it was not in `core.event_log`
+ * within the timeout (the bridge is behind or down). Retriable: publishing the same `evento`
+ * again (same event_id) is safe and returns the logged record once it lands.
+ */
+export class ConfirmationTimeoutError extends FeromoniosError {
+  override name = 'ConfirmationTimeoutError';
+  constructor(
+    readonly evento: EventoConsultado,
+    readonly timeoutMs: number,
+  ) {
+    super(
+      'CONFIRMATION_TIMEOUT',
+      `event ${evento.event_id} was acknowledged by the broker but not written to core.event_log within ${timeoutMs} ms`,
+      { retriable: true },
+    );
   }
 }
 

@@ -1,7 +1,11 @@
 import { Kafka, logLevel as kafkaLogLevel, type logCreator } from 'kafkajs';
 import { SchemaCatalog } from './catalog';
 import type { EventoConsultado, PublicarEventoDto } from './contract';
-import { FeromoniosError } from './errors';
+import { ConfirmationTimeoutError, FeromoniosError } from './errors';
+import { LogConfirmations } from './log-confirmations';
+import { escreverNoOutbox, eventoDoOutbox, type TransacaoColonia } from './outbox';
+import { OutboxRelay, type OpcoesRelayOutbox } from './outbox-relay';
+import { validarEvento } from './validation';
 import { jsonLogger, type Logger } from './logger';
 import { SdkMetrics } from './metrics';
 import { resolveOptions, type EventBusInput, type EventBusOptions } from './options';
@@ -29,6 +33,14 @@ import {
 import { ColonySubscriber, type ManipuladorEvento, type OpcoesInscricao } from './subscriber';
 import { TopicNames } from './topics';
 
+/** Options of one `publicar` call. */
+export interface OpcoesPublicar {
+  /** Resolve only once the bridge wrote the event to `core.event_log`, with its `sequence_number`. */
+  confirmar?: boolean;
+  /** How long to wait for the log, in milliseconds (default: the bus's `timeoutConfirmacaoMs`). */
+  timeoutConfirmacaoMs?: number;
+}
+
 /**
  * The event bus colonies use: the seed's `EventBusService` contract over Kafka.
  *
@@ -51,6 +63,8 @@ export class EventBus {
   private closed = false;
   private reader: EventLogReader | undefined;
   private reprocessor: DlqReprocessor | undefined;
+  private confirmations: LogConfirmations | undefined;
+  private readonly relays: OutboxRelay[] = [];
   private ownPool: pg.Pool | undefined;
 
   constructor(input: EventBusInput) {
@@ -95,11 +109,99 @@ export class EventBus {
    * broker acknowledged it on every in-sync replica (`acks=all`). The returned
    * `EventoConsultado` carries the full payload and its Kafka `posicao`; `sequence_number` and
    * `criado_em` are `null` because the bridge assigns them when it writes `core.event_log`
-   * moments later (docs/publishing.md). Throws a typed error naming the failed step.
+   * moments later (docs/publishing.md) — unless `opcoes.confirmar` is set: then it resolves once
+   * the event is in the log, with the real `sequence_number` (needs `databaseUrl` or `pool`).
+   * Throws a typed error naming the failed step.
    */
-  async publicar(dto: PublicarEventoDto): Promise<EventoConsultado> {
+  async publicar(dto: PublicarEventoDto, opcoes: OpcoesPublicar = {}): Promise<EventoConsultado> {
     this.assertOpen();
-    return this.publisher.publicar(dto);
+    if (!opcoes.confirmar) return this.publisher.publicar(dto);
+    return this.publicarConfirmado(dto, opcoes.timeoutConfirmacaoMs ?? this.options.timeoutConfirmacaoMs);
+  }
+
+  /**
+   * Confirmed publishing (seed 3.4 and 8.2: the MVP returned the inserted row). An event_id
+   * already in the log returns that logged record — redacted payload, `redigido: true` — and
+   * nothing is produced (seed T9). Otherwise the event is produced, then awaited in
+   * `core.event_log`: the result carries the full payload, the Kafka position, and the log's
+   * `sequence_number` and `criado_em`. Past the timeout: `ConfirmationTimeoutError` (retriable;
+   * the event was acknowledged and publishing it again with its event_id is safe).
+   */
+  private async publicarConfirmado(dto: PublicarEventoDto, timeoutMs: number): Promise<EventoConsultado> {
+    const t0 = process.hrtime.bigint();
+    const v = validarEvento(dto, this.catalog); // fail fast, in the seed's order, before any read
+    const confirmations = (this.confirmations ??= new LogConfirmations(this.database()));
+    if (dto.event_id !== undefined) {
+      const existing = await this.leitor().obterEventoPorId(v.event_id);
+      if (existing) {
+        this.observeConfirmation(v.tipo, 'duplicate', t0);
+        return existing;
+      }
+    }
+    const evento = await this.publisher.publicar({ ...dto, event_id: v.event_id, timestamp: v.timestamp });
+    const row = await confirmations.aguardar(evento.event_id, timeoutMs);
+    if (!row) {
+      this.observeConfirmation(v.tipo, 'timeout', t0);
+      throw new ConfirmationTimeoutError(evento, timeoutMs);
+    }
+    this.observeConfirmation(v.tipo, 'ok', t0);
+    // the row as the log holds it (the MVP returned the inserted row), with the full payload
+    return { ...evento, sequence_number: row.sequence_number, timestamp: row.timestamp, criado_em: row.criado_em };
+  }
+
+  private observeConfirmation(tipo: string, result: string, t0: bigint): void {
+    this.metrics.confirmation.observe({ tipo, result }, Number(process.hrtime.bigint() - t0) / 1e9);
+  }
+
+  /**
+   * Transactional outbox (seed 003 §6): validates `dto` exactly as `publicar` does, then writes
+   * it to the colony's outbox table inside `trx` — a `pg` client after `BEGIN`, or a knex
+   * transaction — so the event exists if and only if the business transaction commits. The
+   * relay (`iniciarRelayOutbox`) publishes it after the commit. The outbox's schema is the
+   * `outbox.schema` option (or `opcoes.schema`). Returns the event (no Kafka position yet).
+   */
+  async publicarNaTransacao(
+    trx: TransacaoColonia,
+    dto: PublicarEventoDto,
+    opcoes: { schema?: string } = {},
+  ): Promise<EventoConsultado> {
+    this.assertOpen();
+    const schema = opcoes.schema ?? this.options.outbox?.schema;
+    if (!schema)
+      throw new FeromoniosError(
+        'CONFIG_INVALID',
+        'publicarNaTransacao needs the `outbox.schema` option (or opcoes.schema)',
+      );
+    const v = validarEvento(dto, this.catalog);
+    await escreverNoOutbox(trx, schema, v);
+    return eventoDoOutbox(v);
+  }
+
+  /**
+   * Starts the outbox relay of this colony (docs/outbox.md): publishes committed outbox rows in
+   * order, at-least-once, one active relay per schema across instances. `encerrar()` stops it.
+   */
+  async iniciarRelayOutbox(opcoes: Partial<OpcoesRelayOutbox> = {}): Promise<OutboxRelay> {
+    this.assertOpen();
+    const pool = opcoes.pool ?? this.options.outbox?.pool;
+    const schema = opcoes.schema ?? this.options.outbox?.schema;
+    if (!pool || !schema)
+      throw new FeromoniosError(
+        'CONFIG_INVALID',
+        'the outbox relay needs `outbox.pool` and `outbox.schema` (options or arguments)',
+      );
+    const relay = new OutboxRelay(
+      { ...opcoes, pool, schema },
+      {
+        catalog: this.catalog,
+        publicarLote: (dtos) => this.publisher.publicarLote(dtos),
+        logger: this.logger,
+        metrics: this.metrics,
+      },
+    );
+    await relay.iniciar();
+    this.relays.push(relay);
+    return relay;
   }
 
   /**
@@ -276,6 +378,8 @@ export class EventBus {
   async encerrar(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.confirmations?.encerrar();
+    await Promise.all(this.relays.map((r) => r.parar()));
     await Promise.all([...this.colonias.values()].map((s) => s.close()));
     await this.publisher.close();
     await this.ownPool?.end();

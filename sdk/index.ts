@@ -2,7 +2,7 @@
  * @module feromonios/sdk — the public surface colonies import. Test helpers live in
  * `sdk/testing`, never here.
  */
-export { EventBus } from './event-bus';
+export { EventBus, type OpcoesPublicar } from './event-bus';
 export type { PublicarEventoDto, EventoConsultado, PosicaoKafka } from './contract';
 export { defaultEventBusOptions, type EventBusOptions, type EventBusInput } from './options';
 export {
@@ -16,6 +16,7 @@ export {
   BrokerError,
   WireFormatError,
   DatabaseError,
+  ConfirmationTimeoutError,
   isRetriable,
   type ErrorCode,
   type PublishStep,
@@ -37,6 +38,8 @@ export {
   type ContextoEntrega,
 } from './subscriber';
 export { criarTabelaInbox, INBOX_TABLE, type InboxOptions } from './inbox';
+export { criarTabelaOutbox, OUTBOX_TABLE, OUTBOX_CHANNEL, type TransacaoColonia } from './outbox';
+export { OutboxRelay, defaultOpcoesRelayOutbox, type OpcoesRelayOutbox } from './outbox-relay';
 export { REPROCESS_HEADERS, DLQ_OUTCOME_HEADER, type ReprocessOptions } from './reprocessing';
 export {
   EventLogReader,

@@ -1,4 +1,4 @@
-import { Counter, Histogram, Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 /**
  * The SDK's Prometheus metrics, in a registry the host exposes (`bus.metrics.registry`).
@@ -11,6 +11,11 @@ export class SdkMetrics {
   readonly handlerDuration: Histogram<'tipo' | 'colonia' | 'result'>;
   readonly deadLettered: Counter<'colonia' | 'manipulador'>;
   readonly reprocessed: Counter<'colonia' | 'fonte'>;
+  readonly outboxPending: Gauge<'schema'>;
+  readonly outboxOldestAge: Gauge<'schema'>;
+  readonly outboxPublished: Counter<'schema'>;
+  readonly outboxErrors: Counter<'schema' | 'code'>;
+  readonly confirmation: Histogram<'tipo' | 'result'>;
 
   constructor(readonly registry: Registry = new Registry()) {
     this.published = getOrCreate(
@@ -78,6 +83,62 @@ export class SdkMetrics {
           name: 'feromonios_dlq_reprocessed_total',
           help: 'DLQ entries sent back to their colony, by colony and payload source (original or redigido).',
           labelNames: ['colonia', 'fonte'],
+          registers: [registry],
+        }),
+    );
+    this.outboxPending = getOrCreate(
+      registry,
+      'feromonios_outbox_pending',
+      () =>
+        new Gauge({
+          name: 'feromonios_outbox_pending',
+          help: 'Committed outbox rows not published yet, by colony schema.',
+          labelNames: ['schema'],
+          registers: [registry],
+        }),
+    );
+    this.outboxOldestAge = getOrCreate(
+      registry,
+      'feromonios_outbox_oldest_pending_age_seconds',
+      () =>
+        new Gauge({
+          name: 'feromonios_outbox_oldest_pending_age_seconds',
+          help: 'Age of the oldest unpublished outbox row, in seconds (0 when none).',
+          labelNames: ['schema'],
+          registers: [registry],
+        }),
+    );
+    this.outboxPublished = getOrCreate(
+      registry,
+      'feromonios_outbox_published_total',
+      () =>
+        new Counter({
+          name: 'feromonios_outbox_published_total',
+          help: 'Outbox rows the relay published (acknowledged by the broker and marked).',
+          labelNames: ['schema'],
+          registers: [registry],
+        }),
+    );
+    this.outboxErrors = getOrCreate(
+      registry,
+      'feromonios_outbox_relay_errors_total',
+      () =>
+        new Counter({
+          name: 'feromonios_outbox_relay_errors_total',
+          help: 'Failed relay passes (by error code) and rows set aside (POISON).',
+          labelNames: ['schema', 'code'],
+          registers: [registry],
+        }),
+    );
+    this.confirmation = getOrCreate(
+      registry,
+      'feromonios_publish_confirmation_seconds',
+      () =>
+        new Histogram({
+          name: 'feromonios_publish_confirmation_seconds',
+          help: 'Confirmed publishing: time from publicar() until the event is in core.event_log, in seconds.',
+          labelNames: ['tipo', 'result'],
+          buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
           registers: [registry],
         }),
     );

@@ -34,6 +34,13 @@ export interface EventBusOptions {
   databaseUrl?: string;
   /** Or a pool of your own (not closed by `encerrar`). */
   pool?: Pool;
+  /**
+   * The colony's transactional outbox (docs/outbox.md): the schema of its `feromonios_outbox`
+   * table, and the pool of the colony's database the relay reads it from.
+   */
+  outbox?: { schema: string; pool?: Pool };
+  /** Confirmed publishing (`publicar(dto, { confirmar: true })`): how long to wait for the log, in milliseconds. */
+  timeoutConfirmacaoMs: number;
   /** Consuming (`inscrever`). */
   consumo: {
     /** Partitions a colony handles in parallel (order within each partition is kept). */
@@ -52,6 +59,7 @@ export const defaultEventBusOptions = {
   namespace: 'feromonios',
   topics: defaultTopicSettings,
   publishTimeoutMs: 10_000,
+  timeoutConfirmacaoMs: 10_000,
   registryTimeoutMs: 2_000,
   registryRetries: 1,
   consumo: { particoesEmParalelo: 3, janelaDeduplicacao: 10_000, desdeOInicio: false, sessionTimeoutMs: 30_000 },
@@ -85,6 +93,9 @@ export function resolveOptions(input: EventBusInput): EventBusOptions {
       problems.push(`${path}: expected an integer >= ${min}, got ${JSON.stringify(v)}`);
   };
   positive('publishTimeoutMs', o.publishTimeoutMs);
+  positive('timeoutConfirmacaoMs', o.timeoutConfirmacaoMs);
+  if (o.outbox !== undefined && !/^[a-z_][a-z0-9_]{0,62}$/.test(String(o.outbox?.schema)))
+    problems.push(`outbox.schema: expected a lowercase PostgreSQL identifier, got ${JSON.stringify(o.outbox?.schema)}`);
   positive('registryTimeoutMs', o.registryTimeoutMs);
   positive('registryRetries', o.registryRetries, 0);
   positive('topics.partitions', o.topics.partitions);

@@ -1,0 +1,75 @@
+/**
+ * The outbox relay as a process of its own (a sidecar next to a colony that would rather not run
+ * it in-process): `npx tsx scripts/outbox-relay.ts`, configured by the variables below
+ * (.env.example). Most colonies call `bus.iniciarRelayOutbox()` instead (docs/outbox.md).
+ */
+import pg from 'pg';
+import { connectionEnv } from '../sdk/config';
+import { env, readEnv } from '../sdk/env';
+import { ConfigError } from '../sdk/errors';
+import { EventBus } from '../sdk/event-bus';
+import { jsonLogger } from '../sdk/logger';
+
+/** Every variable the relay process reads (`DATABASE_URL` is the colony's database here). */
+export const outboxRelayEnv = {
+  ...connectionEnv,
+  OUTBOX_SCHEMA: env.string({
+    pattern: /^[a-z_][a-z0-9_]{0,62}$/,
+    form: 'a lowercase PostgreSQL identifier',
+    doc: "The colony's schema holding feromonios_outbox (DATABASE_URL is the colony's database).",
+  }),
+  OUTBOX_INTERVAL_MS: env.int({ min: 10, max: 60000, default: 250, unit: 'milliseconds', doc: 'Polling interval.' }),
+  OUTBOX_BATCH_SIZE: env.int({ min: 1, max: 5000, default: 500, doc: 'Rows published per batch.' }),
+  OUTBOX_RETENTION_MS: env.int({
+    min: 0,
+    default: 86_400_000,
+    unit: 'milliseconds',
+    doc: 'How long published rows are kept before deletion.',
+  }),
+};
+
+async function main(): Promise<void> {
+  let cfg;
+  try {
+    cfg = readEnv(outboxRelayEnv, process.env);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      console.error(`outbox-relay: ${err.message}`);
+      process.exit(2);
+    }
+    throw err;
+  }
+  const logger = jsonLogger('outbox-relay', cfg.LOG_LEVEL);
+  const pool = new pg.Pool({ connectionString: cfg.DATABASE_URL, max: 3 });
+  pool.on('error', (err) => logger.warn('idle database connection failed', { error: err.message }));
+  const bus = new EventBus({
+    brokers: cfg.KAFKA_BROKERS,
+    registryUrl: cfg.SCHEMA_REGISTRY_URL,
+    namespace: cfg.FEROMONIOS_TOPIC_NAMESPACE,
+    clientId: `feromonios-outbox-relay-${cfg.OUTBOX_SCHEMA}`,
+    logger,
+    outbox: { schema: cfg.OUTBOX_SCHEMA, pool },
+  });
+  await bus.iniciarRelayOutbox({
+    intervaloMs: cfg.OUTBOX_INTERVAL_MS,
+    lote: cfg.OUTBOX_BATCH_SIZE,
+    retencaoMs: cfg.OUTBOX_RETENTION_MS,
+  });
+  logger.info('outbox relay running', { schema: cfg.OUTBOX_SCHEMA });
+  const stop = (): void =>
+    void bus
+      .encerrar()
+      .then(() => pool.end())
+      .then(() => process.exit(0));
+  process.once('SIGTERM', stop);
+  process.once('SIGINT', stop);
+}
+
+if (require.main === module) {
+  main().catch((err: unknown) => {
+    console.error(
+      JSON.stringify({ level: 'error', component: 'outbox-relay', msg: 'fatal', error: (err as Error).message }),
+    );
+    process.exit(1);
+  });
+}

@@ -1,0 +1,284 @@
+import type pg from 'pg';
+import type { SchemaCatalog } from './catalog';
+import type { EventoConsultado, PublicarEventoDto } from './contract';
+import { FeromoniosError, isRetriable } from './errors';
+import type { Logger } from './logger';
+import type { SdkMetrics } from './metrics';
+import { OUTBOX_CHANNEL, OUTBOX_TABLE, outboxTable } from './outbox';
+import { validarEvento } from './validation';
+
+/** Options of the outbox relay. Every duration is in milliseconds. */
+export interface OpcoesRelayOutbox {
+  /** The colony's database (where the outbox table is). */
+  pool: pg.Pool;
+  /** The colony's schema holding `feromonios_outbox`. */
+  schema: string;
+  /** Polling interval: the longest a committed row waits when no notification arrives, in milliseconds. */
+  intervaloMs?: number;
+  /** Rows published per batch. */
+  lote?: number;
+  /** How long published rows are kept (payload already cleared) before deletion, in milliseconds. */
+  retencaoMs?: number;
+  /** Wake up on `NOTIFY` at commit (polling stays the source of truth). */
+  escutar?: boolean;
+}
+
+export const defaultOpcoesRelayOutbox = {
+  intervaloMs: 250,
+  lote: 500,
+  retencaoMs: 24 * 3_600_000,
+  escutar: true,
+} satisfies Partial<OpcoesRelayOutbox>;
+
+export interface RelayDeps {
+  catalog: SchemaCatalog;
+  publicarLote(dtos: PublicarEventoDto[]): Promise<EventoConsultado[]>;
+  logger: Logger;
+  metrics: SdkMetrics;
+}
+
+interface Row {
+  id: string;
+  event_id: string;
+  tipo: string;
+  versao_schema: string;
+  timestamp_evento: string;
+  origem: string;
+  correlacao_id: string;
+  causation_id: string | null;
+  chave_particao: string | null;
+  payload: Record<string, unknown> | null;
+}
+
+const LOCK_NAMESPACE = 0x6f757462; // 'outb'
+const CLEANUP_EVERY_MS = 60_000;
+const GAUGES_EVERY_MS = 1_000;
+
+/**
+ * Publishes the outbox's committed rows (docs/outbox.md). One relay at a time works a schema:
+ * each batch runs in a transaction holding an advisory lock, so with several relay instances
+ * the others stand by — no row is published twice in normal operation, and rows leave in id
+ * order (within one key: the order the colony committed them). Rows are marked published (and
+ * their payload cleared) in the same transaction, after the broker acknowledged them: a crash
+ * in between publishes them again on restart (at-least-once; the bridge and inbox consumers
+ * drop repeats by event_id). A row that can never be published (its type was deprecated since)
+ * is set aside with `falhou_em` and the reason, and never blocks the rows after it.
+ */
+export class OutboxRelay {
+  private readonly o: Required<OpcoesRelayOutbox>;
+  private readonly table: string;
+  private running = false;
+  private loop: Promise<void> | undefined;
+  private wake: (() => void) | undefined;
+  private listener: pg.PoolClient | undefined;
+  private lastCleanup = 0;
+  private lastGauges = 0;
+  private notified = false;
+
+  constructor(
+    opcoes: OpcoesRelayOutbox,
+    private readonly d: RelayDeps,
+  ) {
+    this.o = { ...defaultOpcoesRelayOutbox, ...opcoes };
+    this.table = outboxTable(this.o.schema);
+  }
+
+  /** Starts polling (and listening). Idempotent. */
+  async iniciar(): Promise<void> {
+    if (this.running) return;
+    this.running = true;
+    if (this.o.escutar)
+      await this.listen().catch((err: Error) =>
+        this.d.logger.warn('outbox LISTEN failed; polling only', { error: err.message }),
+      );
+    this.loop = this.run();
+  }
+
+  /** Stops after the batch in hand. */
+  async parar(): Promise<void> {
+    this.running = false;
+    this.wake?.();
+    await this.loop;
+    const l = this.listener;
+    this.listener = undefined;
+    if (l) {
+      await l.query(`UNLISTEN ${OUTBOX_CHANNEL}`).catch(() => undefined);
+      l.release();
+    }
+  }
+
+  /**
+   * One pass: publishes up to `lote` pending rows. Returns how many were published (0 when
+   * another relay holds the schema). Exposed for tests and for hosts that drive their own loop.
+   */
+  async executarCiclo(): Promise<number> {
+    const client = await this.o.pool.connect();
+    let broken: Error | undefined;
+    try {
+      await client.query('BEGIN');
+      const lock = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_xact_lock($1, hashtext($2)) AS ok', [
+        LOCK_NAMESPACE,
+        this.o.schema,
+      ]);
+      if (!lock.rows[0]?.ok) {
+        await client.query('ROLLBACK');
+        return 0;
+      }
+      const { rows } = await client.query<Row>(
+        `SELECT id::text, event_id::text, tipo, versao_schema, timestamp_evento, origem, correlacao_id::text,
+                causation_id::text, chave_particao, payload
+           FROM ${this.table}
+          WHERE publicado_em IS NULL AND falhou_em IS NULL
+          ORDER BY ${OUTBOX_TABLE}.id LIMIT $1`, // the table's bigint, not the text alias
+        [this.o.lote],
+      );
+      if (rows.length === 0) {
+        await client.query('COMMIT');
+        return 0;
+      }
+      const good: Array<{ row: Row; dto: PublicarEventoDto }> = [];
+      const poison: Array<{ row: Row; erro: string }> = [];
+      for (const row of rows) {
+        const dto = toDto(row);
+        try {
+          validarEvento(dto, this.d.catalog);
+          good.push({ row, dto });
+        } catch (err) {
+          poison.push({ row, erro: (err as Error).message });
+        }
+      }
+      try {
+        if (good.length > 0) await this.d.publicarLote(good.map((g) => g.dto));
+      } catch (err) {
+        await client.query('ROLLBACK');
+        await this.o.pool
+          .query(
+            `UPDATE ${this.table} SET tentativas = tentativas + 1, ultimo_erro = $2 WHERE id = ANY($1::bigint[])`,
+            [good.map((g) => g.row.id), (err as Error).message.slice(0, 2000)],
+          )
+          .catch(() => undefined);
+        throw err;
+      }
+      await client.query(
+        `UPDATE ${this.table} SET publicado_em = clock_timestamp(), payload = NULL, tentativas = tentativas + 1
+          WHERE id = ANY($1::bigint[])`,
+        [good.map((g) => g.row.id)],
+      );
+      for (const p of poison) {
+        await client.query(
+          `UPDATE ${this.table} SET falhou_em = clock_timestamp(), ultimo_erro = $2, tentativas = tentativas + 1 WHERE id = $1`,
+          [p.row.id, p.erro.slice(0, 2000)],
+        );
+        this.d.logger.error('outbox row set aside: it can never be published', {
+          event_id: p.row.event_id,
+          correlacao_id: p.row.correlacao_id,
+          schema: this.o.schema,
+          error: p.erro,
+        });
+      }
+      await client.query('COMMIT');
+      this.d.metrics.outboxPublished.inc({ schema: this.o.schema }, good.length);
+      if (poison.length > 0) this.d.metrics.outboxErrors.inc({ schema: this.o.schema, code: 'POISON' }, poison.length);
+      return good.length;
+    } catch (err) {
+      await client.query('ROLLBACK').catch((e: Error) => (broken = e));
+      throw err;
+    } finally {
+      client.release(broken);
+    }
+  }
+
+  private async run(): Promise<void> {
+    let failures = 0;
+    while (this.running) {
+      let published = 0;
+      try {
+        published = await this.executarCiclo();
+        failures = 0;
+        await this.housekeeping();
+      } catch (err) {
+        failures++;
+        const code = err instanceof FeromoniosError ? err.code : 'DATABASE_UNAVAILABLE';
+        this.d.metrics.outboxErrors.inc({ schema: this.o.schema, code });
+        this.d.logger.warn('outbox relay pass failed; retrying', {
+          schema: this.o.schema,
+          code,
+          retriable: isRetriable(err),
+          error: (err as Error).message,
+        });
+      }
+      if (!this.running) break;
+      if (published >= this.o.lote || this.notified) {
+        this.notified = false; // more are waiting, or a commit arrived during the pass
+        continue;
+      }
+      const wait = failures > 0 ? Math.min(5_000, this.o.intervaloMs * 2 ** failures) : this.o.intervaloMs;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, wait);
+        this.wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      this.wake = undefined;
+    }
+  }
+
+  /** Pending gauges (at most once a second) and deletion of rows past retention (once a minute). */
+  private async housekeeping(): Promise<void> {
+    const now = Date.now();
+    if (this.o.escutar && !this.listener) await this.listen().catch(() => undefined);
+    if (now - this.lastGauges >= GAUGES_EVERY_MS) {
+      this.lastGauges = now;
+      const { rows } = await this.o.pool.query<{ n: string; age: number | null }>(
+        `SELECT count(*) AS n, extract(epoch FROM clock_timestamp() - min(criado_em))::float8 AS age
+           FROM ${this.table} WHERE publicado_em IS NULL AND falhou_em IS NULL`,
+      );
+      this.d.metrics.outboxPending.set({ schema: this.o.schema }, Number(rows[0]?.n ?? 0));
+      this.d.metrics.outboxOldestAge.set({ schema: this.o.schema }, rows[0]?.age ?? 0);
+    }
+    if (now - this.lastCleanup >= CLEANUP_EVERY_MS) {
+      this.lastCleanup = now;
+      const res = await this.o.pool.query(
+        `DELETE FROM ${this.table} WHERE id IN (
+           SELECT id FROM ${this.table} WHERE publicado_em < clock_timestamp() - $1 * interval '1 millisecond' LIMIT 10000)`,
+        [this.o.retencaoMs],
+      );
+      if (res.rowCount)
+        this.d.logger.info('outbox: published rows past retention deleted', {
+          schema: this.o.schema,
+          rows: res.rowCount,
+        });
+    }
+  }
+
+  private async listen(): Promise<void> {
+    const client = await this.o.pool.connect();
+    client.on('notification', (n) => {
+      if (n.channel !== OUTBOX_CHANNEL || n.payload !== this.o.schema) return;
+      if (this.wake) this.wake();
+      else this.notified = true;
+    });
+    client.on('error', (err) => {
+      // the connection died (PostgreSQL restarted): polling carries on, housekeeping listens again
+      if (this.listener === client) this.listener = undefined;
+      client.release(err);
+    });
+    await client.query(`LISTEN ${OUTBOX_CHANNEL}`);
+    this.listener = client;
+  }
+}
+
+function toDto(r: Row): PublicarEventoDto {
+  return {
+    event_id: r.event_id,
+    tipo: r.tipo,
+    versao_schema: r.versao_schema,
+    timestamp: r.timestamp_evento,
+    origem: r.origem,
+    correlacao_id: r.correlacao_id,
+    ...(r.causation_id ? { causation_id: r.causation_id } : {}),
+    ...(r.chave_particao ? { chave_particao: r.chave_particao } : {}),
+    payload: r.payload as Record<string, unknown>,
+  };
+}

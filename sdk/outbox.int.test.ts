@@ -1,0 +1,327 @@
+import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import path from 'node:path';
+import knexFactory from 'knex';
+import type { EventoConsultado } from './contract';
+import { ConfirmationTimeoutError, PublishValidationError } from './errors';
+import { criarTabelaOutbox } from './outbox';
+import { SAMPLE_PAYLOADS } from './testing';
+import type { EventBus } from './index';
+import {
+  createTestDatabase,
+  readTopic,
+  registerCleanup,
+  serviceEnv,
+  topicMessageCount,
+  waitFor,
+  type TestDatabase,
+} from '../test/harness';
+import { startTestBridge } from '../test/harness/bridge';
+import { createTestBus } from '../test/harness/bus';
+
+const categorizada = (patch: Record<string, unknown> = {}) => ({
+  tipo: 'demanda.categorizada',
+  origem: 'D-3',
+  payload: { ...SAMPLE_PAYLOADS['demanda.categorizada'], ...patch },
+});
+
+const count = async (db: TestDatabase, sql: string, params: unknown[] = []): Promise<number> =>
+  Number((await db.pool.query<{ n: string }>(sql, params)).rows[0]?.n ?? 0);
+
+describe('transactional outbox and relay (seed 003 §6)', () => {
+  let core: TestDatabase; // the platform's database (core.event_log)
+  let colony: TestDatabase; // the colony's own database (its business tables and outbox)
+  let bus: EventBus;
+
+  beforeAll(async () => {
+    core = await createTestDatabase();
+    colony = await createTestDatabase();
+    await criarTabelaOutbox(colony.pool, 'd3');
+    await criarTabelaOutbox(colony.pool, 'd3'); // idempotent
+    await colony.pool.query('CREATE TABLE d3.categorias (demanda_id uuid PRIMARY KEY, categoria text NOT NULL)');
+    bus = await createTestBus({ pool: core.pool, outbox: { schema: 'd3', pool: colony.pool } });
+    await startTestBridge(bus, core);
+  });
+
+  const topic = () => bus.topics.evento('demanda.categorizada');
+
+  it('a rolled-back transaction publishes nothing; a committed one yields exactly one log row', async () => {
+    const relay = await bus.iniciarRelayOutbox({ intervaloMs: 50 });
+    const client = await colony.pool.connect();
+    let rolledBack: EventoConsultado;
+    try {
+      await client.query('BEGIN');
+      const demanda = randomUUID();
+      await client.query(`INSERT INTO d3.categorias VALUES ($1, '1.1')`, [demanda]);
+      rolledBack = await bus.publicarNaTransacao(client, categorizada({ demanda_id: demanda }));
+      await client.query('ROLLBACK');
+    } finally {
+      client.release();
+    }
+    const knex = knexFactory({ client: 'pg', connection: colony.url, pool: { min: 0, max: 1 } });
+    registerCleanup(() => knex.destroy());
+    const committed = await knex.transaction(async (trx) => {
+      const demanda = randomUUID();
+      await trx('d3.categorias').insert({ demanda_id: demanda, categoria: '2.3' });
+      return bus.publicarNaTransacao(trx, categorizada({ demanda_id: demanda }));
+    });
+    await waitFor(async () => (await bus.obterEventoPorId(committed.event_id)) !== null);
+    await relay.parar();
+    expect(await bus.obterEventoPorId(rolledBack.event_id)).toBeNull();
+    expect(await count(core, 'SELECT count(*) AS n FROM core.event_log')).toBe(1);
+    expect(
+      await count(colony, 'SELECT count(*) AS n FROM d3.feromonios_outbox WHERE event_id = $1', [rolledBack.event_id]),
+    ).toBe(0);
+    const row = (
+      await colony.pool.query<{ publicado_em: Date | null; payload: unknown }>(
+        'SELECT publicado_em, payload FROM d3.feromonios_outbox WHERE event_id = $1',
+        [committed.event_id],
+      )
+    ).rows[0];
+    expect(row?.publicado_em).toBeInstanceOf(Date);
+    expect(row?.payload).toBeNull(); // the full payload does not linger once published
+    expect(await topicMessageCount(topic())).toBe(1);
+  });
+
+  it('validates exactly as publicar: a bad event throws and leaves the transaction usable', async () => {
+    const client = await colony.pool.connect();
+    try {
+      await client.query('BEGIN');
+      await expect(
+        bus.publicarNaTransacao(client, { tipo: 'demanda.categorizada', origem: 'D-3', payload: null as never }),
+      ).rejects.toMatchObject({
+        code: 'PAYLOAD_NOT_OBJECT',
+        step: 'payload',
+      });
+      await expect(bus.publicarNaTransacao(client, categorizada({ nivel_precedencia: 'alto' }))).rejects.toBeInstanceOf(
+        PublishValidationError,
+      );
+      await expect(
+        bus.publicarNaTransacao(client, { ...categorizada(), tipo: 'demanda.legada' }),
+      ).rejects.toMatchObject({
+        code: 'DEPRECATED_TYPE',
+      });
+      expect((await client.query('SELECT 1 AS ok')).rows).toEqual([{ ok: 1 }]);
+      await client.query('ROLLBACK');
+    } finally {
+      client.release();
+    }
+  });
+
+  it('publishes in commit order within a key, and the same event_id written twice is one row', async () => {
+    const key = randomUUID();
+    const ids: string[] = [];
+    const duplicate = randomUUID();
+    for (let i = 1; i <= 20; i++) {
+      const client = await colony.pool.connect();
+      await client.query('BEGIN');
+      const e = await bus.publicarNaTransacao(client, {
+        ...categorizada({ score_horizontal: i }),
+        chave_particao: key,
+      });
+      if (i === 5) {
+        await bus.publicarNaTransacao(client, { ...categorizada(), event_id: duplicate });
+        await bus.publicarNaTransacao(client, { ...categorizada(), event_id: duplicate });
+      }
+      await client.query('COMMIT');
+      client.release();
+      ids.push(e.event_id);
+    }
+    const before = await topicMessageCount(topic());
+    const relay = await bus.iniciarRelayOutbox({ intervaloMs: 50 });
+    await waitFor(async () => (await topicMessageCount(topic())) === before + 21);
+    await relay.parar();
+    const messages = (await readTopic(topic(), before + 21)).filter((m) => m.key?.toString() === key);
+    expect(messages.map((m) => m.headers?.ce_id?.toString())).toEqual(ids);
+    expect(await count(colony, 'SELECT count(*) AS n FROM d3.feromonios_outbox WHERE event_id = $1', [duplicate])).toBe(
+      1,
+    );
+  });
+
+  it('two relays on one outbox never publish a row twice in a normal run', async () => {
+    const other = await createTestBus({ namespace: bus.topics.namespace, outbox: { schema: 'd3', pool: colony.pool } });
+    const before = await topicMessageCount(topic());
+    const relays = await Promise.all([
+      bus.iniciarRelayOutbox({ intervaloMs: 20, lote: 50 }),
+      other.iniciarRelayOutbox({ intervaloMs: 20, lote: 50 }),
+    ]);
+    for (let batch = 0; batch < 10; batch++) {
+      const client = await colony.pool.connect();
+      await client.query('BEGIN');
+      for (let i = 0; i < 60; i++) await bus.publicarNaTransacao(client, categorizada());
+      await client.query('COMMIT');
+      client.release();
+    }
+    await waitFor(
+      async () =>
+        (await count(colony, 'SELECT count(*) AS n FROM d3.feromonios_outbox WHERE publicado_em IS NULL')) === 0,
+    );
+    await Promise.all(relays.map((r) => r.parar()));
+    expect(await topicMessageCount(topic())).toBe(before + 600);
+  });
+
+  it('after the relay process is killed -9 mid-run, a new relay publishes the rest: nothing lost, no duplicate log row', async () => {
+    const n = 3000;
+    const client = await colony.pool.connect();
+    await client.query('BEGIN');
+    await client.query(
+      `INSERT INTO d3.feromonios_outbox (event_id, tipo, versao_schema, timestamp_evento, origem, correlacao_id, payload)
+       SELECT id, 'demanda.categorizada', '1.0.0', to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'D-3', id, $1::jsonb
+         FROM (SELECT gen_random_uuid() AS id FROM generate_series(1, $2)) g`,
+      [JSON.stringify(SAMPLE_PAYLOADS['demanda.categorizada']), n],
+    );
+    await client.query('COMMIT');
+    client.release();
+    const logBefore = await count(core, 'SELECT count(*) AS n FROM core.event_log');
+    const kafkaBefore = await topicMessageCount(topic());
+
+    const root = path.resolve(__dirname, '..');
+    const child = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'scripts', 'outbox-relay.ts')], {
+      cwd: root,
+      env: {
+        ...process.env,
+        KAFKA_BROKERS: serviceEnv().brokers.join(','),
+        SCHEMA_REGISTRY_URL: serviceEnv().registryUrl,
+        DATABASE_URL: colony.url,
+        FEROMONIOS_TOPIC_NAMESPACE: bus.topics.namespace,
+        OUTBOX_SCHEMA: 'd3',
+        OUTBOX_BATCH_SIZE: '100',
+        LOG_LEVEL: 'warn',
+      },
+      stdio: 'ignore',
+    });
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    registerCleanup(async () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      await exited;
+    });
+    await waitFor(async () => (await topicMessageCount(topic())) > kafkaBefore + 300, { timeoutMs: 60_000 });
+    child.kill('SIGKILL');
+    await exited;
+    const pendingAfterKill = await count(
+      colony,
+      'SELECT count(*) AS n FROM d3.feromonios_outbox WHERE publicado_em IS NULL',
+    );
+    expect(pendingAfterKill).toBeGreaterThan(0); // it really died mid-run
+
+    const relay = await bus.iniciarRelayOutbox({ intervaloMs: 50 });
+    await waitFor(
+      async () =>
+        (await count(colony, 'SELECT count(*) AS n FROM d3.feromonios_outbox WHERE publicado_em IS NULL')) === 0,
+      {
+        timeoutMs: 60_000,
+      },
+    );
+    await relay.parar();
+    await waitFor(async () => (await count(core, 'SELECT count(*) AS n FROM core.event_log')) === logBefore + n, {
+      timeoutMs: 60_000,
+    });
+    expect(await count(core, 'SELECT count(*) - count(DISTINCT event_id) AS n FROM core.event_log')).toBe(0);
+    const published = (await topicMessageCount(topic())) - kafkaBefore;
+    expect(published).toBeGreaterThanOrEqual(n); // at-least-once: the batch in flight may go twice
+    process.stdout.write(
+      `[outbox kill -9] rows ${n}, pending at kill ${pendingAfterKill}, published ${published}, log rows ${n}\n`,
+    );
+  }, 120_000);
+
+  it('sets aside a row that can never be published without blocking the rows after it', async () => {
+    const poison = randomUUID();
+    await colony.pool.query(
+      `INSERT INTO d3.feromonios_outbox (event_id, tipo, versao_schema, timestamp_evento, origem, correlacao_id, payload)
+       VALUES ($1, 'demanda.legada', '1.0.0', '2026-12-01T00:00:00Z', 'D-3', $1, '{}')`,
+      [poison],
+    );
+    const client = await colony.pool.connect();
+    await client.query('BEGIN');
+    const after = await bus.publicarNaTransacao(client, categorizada());
+    await client.query('COMMIT');
+    client.release();
+    const relay = await bus.iniciarRelayOutbox({ intervaloMs: 50 });
+    await waitFor(async () => (await bus.obterEventoPorId(after.event_id)) !== null);
+    await relay.parar();
+    const row = (
+      await colony.pool.query<{ falhou_em: Date | null; ultimo_erro: string }>(
+        'SELECT falhou_em, ultimo_erro FROM d3.feromonios_outbox WHERE event_id = $1',
+        [poison],
+      )
+    ).rows[0];
+    expect(row?.falhou_em).toBeInstanceOf(Date);
+    expect(row?.ultimo_erro).toMatch(/deprecated/i);
+  });
+});
+
+describe('confirmed publishing and idempotent re-publish (seed 3.4, 8.2)', () => {
+  let db: TestDatabase;
+  let bus: EventBus;
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    bus = await createTestBus({ pool: db.pool });
+    await startTestBridge(bus, db);
+  });
+
+  it('returns the sequence_number the log holds, with the full payload', async () => {
+    const e = await bus.publicar(categorizada(), { confirmar: true });
+    const inLog = await bus.obterEventoPorId(e.event_id);
+    expect(e.sequence_number).toBe(inLog?.sequence_number);
+    expect(typeof e.sequence_number).toBe('bigint');
+    expect(e.criado_em).toBe(inLog?.criado_em);
+    expect(e.payload).toEqual(SAMPLE_PAYLOADS['demanda.categorizada']);
+    expect(e.posicao?.topico).toBe(bus.topics.evento('demanda.categorizada'));
+  });
+
+  it('T9/T19: the same event_id twice → one log row, and the second call returns the first record without producing', async () => {
+    const event_id = randomUUID();
+    const first = await bus.publicar({ ...categorizada(), event_id }, { confirmar: true });
+    const before = await topicMessageCount(bus.topics.evento('demanda.categorizada'));
+    const second = await bus.publicar({ ...categorizada(), event_id }, { confirmar: true });
+    expect(second.sequence_number).toBe(first.sequence_number);
+    expect(second.timestamp).toBe(first.timestamp);
+    expect(await topicMessageCount(bus.topics.evento('demanda.categorizada'))).toBe(before);
+    expect(await count(db, 'SELECT count(*) AS n FROM core.event_log WHERE event_id = $1', [event_id])).toBe(1);
+  });
+
+  it('concurrent re-publishes of one event_id (a retry after a timeout) confirm the same row', async () => {
+    const event_id = randomUUID();
+    const [a, b] = await Promise.all([
+      bus.publicar({ ...categorizada(), event_id }, { confirmar: true }),
+      bus.publicar({ ...categorizada(), event_id }, { confirmar: true }),
+    ]);
+    expect(a.sequence_number).toBe(b.sequence_number);
+    expect(await count(db, 'SELECT count(*) AS n FROM core.event_log WHERE event_id = $1', [event_id])).toBe(1);
+  });
+
+  it('an inbox-enabled colony handles a re-published event once', async () => {
+    const colony = await createTestDatabase();
+    const { criarTabelaInbox } = await import('./inbox');
+    await criarTabelaInbox(colony.pool, 'd9');
+    const runs: string[] = [];
+    bus.inscrever('demanda.recebida', 'D-9', (e) => void runs.push(e.event_id), {
+      inbox: { pool: colony.pool, schema: 'd9' },
+    });
+    await bus.inscricoesProntas();
+    const dto = {
+      tipo: 'demanda.recebida',
+      origem: 'D-1a',
+      event_id: randomUUID(),
+      payload: { ...SAMPLE_PAYLOADS['demanda.recebida'] },
+    };
+    await bus.publicar(dto);
+    await bus.publicar(dto); // a retry after a timeout: produced twice
+    await waitFor(() => runs.length >= 1);
+    await waitFor(async () => (await topicMessageCount(bus.topics.evento('demanda.recebida'))) >= 2);
+    await new Promise((r) => setTimeout(r, 500));
+    expect(runs).toEqual([dto.event_id]);
+    expect(await count(db, 'SELECT count(*) AS n FROM core.event_log WHERE event_id = $1', [dto.event_id])).toBe(1);
+  });
+
+  it('times out with a typed, retriable error carrying the acknowledged event when the bridge does not write it', async () => {
+    const noBridge = await createTestBus({ pool: db.pool }); // its namespace has no bridge
+    const err = await noBridge
+      .publicar(categorizada(), { confirmar: true, timeoutConfirmacaoMs: 300 })
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ConfirmationTimeoutError);
+    expect(err).toMatchObject({ code: 'CONFIRMATION_TIMEOUT', retriable: true });
+    expect((err as ConfirmationTimeoutError).evento.posicao).toBeDefined();
+  });
+});
