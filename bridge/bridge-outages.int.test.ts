@@ -1,10 +1,11 @@
+import { randomUUID } from 'node:crypto';
 import { createTestDatabase, serviceEnv, waitFor, type TestDatabase } from '../test/harness';
 import { createTestBus } from '../test/harness/bus';
 import { startTestBridge } from '../test/harness/bridge';
 import { SAMPLE_PAYLOADS } from '../sdk/testing';
 import { ensurePostgres, stopLocalPostgres } from '../infra/postgres';
 import { startKafka, stopKafka } from '../infra/kafka';
-import type { EventBus } from '../sdk';
+import { isRetriable, type EventBus } from '../sdk';
 
 // These tests stop the machine's PostgreSQL and the project's Kafka: only with local services.
 const local =
@@ -70,7 +71,20 @@ describeLocal('the bridge through real outages', () => {
     await stopKafka('single');
     await new Promise((r) => setTimeout(r, 2_000)); // the bridge sees the broker gone
     await startKafka('single');
-    await bus.publicarLote(lote(30));
+    // Right after a restart the partition leaders are still being elected: the SDK says so
+    // with a retriable error, and a publisher retries the same events (same event_ids).
+    const events = lote(30).map((e) => ({ ...e, event_id: randomUUID() }));
+    await waitFor(
+      () =>
+        bus.publicarLote(events).then(
+          () => true,
+          (err: unknown) => {
+            if (!isRetriable(err)) throw err;
+            return false;
+          },
+        ),
+      { timeoutMs: 60_000, message: 'publishing after the broker returned' },
+    );
     await waitFor(async () => (await logState(db)).n === 180, {
       timeoutMs: 90_000,
       message: '180 rows after the broker returned',

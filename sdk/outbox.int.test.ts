@@ -213,9 +213,14 @@ describe('transactional outbox and relay (seed 003 §6)', () => {
       },
     );
     await relay.parar();
-    await waitFor(async () => (await count(core, 'SELECT count(*) AS n FROM core.event_log')) === logBefore + n, {
-      timeoutMs: 60_000,
-    });
+    let inLog = 0;
+    await waitFor(
+      async () => (inLog = await count(core, 'SELECT count(*) AS n FROM core.event_log')) === logBefore + n,
+      {
+        timeoutMs: 60_000,
+        message: `${n} more rows in the log (from ${logBefore}; now ${inLog})`,
+      },
+    );
     expect(await count(core, 'SELECT count(*) - count(DISTINCT event_id) AS n FROM core.event_log')).toBe(0);
     const published = (await topicMessageCount(topic())) - kafkaBefore;
     expect(published).toBeGreaterThanOrEqual(n); // at-least-once: the batch in flight may go twice
