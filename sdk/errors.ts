@@ -180,6 +180,12 @@ export function isRetriable(err: unknown): boolean {
   const e = err as { code?: unknown; retriable?: unknown; message?: unknown } | null;
   if (!e) return false;
   if (typeof e.code === 'string' && (RETRIABLE_PG.has(e.code) || RETRIABLE_NET.has(e.code))) return true;
+  // kafkajs wraps the last error in a non-retriable one once its own (short) retries are
+  // exhausted: the cause says whether waiting longer can help.
+  const cause = (e as { cause?: unknown }).cause;
+  const name = (e as { name?: unknown }).name;
+  if ((name === 'KafkaJSNonRetriableError' || name === 'KafkaJSNumberOfRetriesExceeded') && cause && cause !== e)
+    return isRetriable(cause);
   if (typeof e.retriable === 'boolean') return e.retriable; // kafkajs errors carry this
   // node-postgres reports a dropped socket without a code
   return typeof e.message === 'string' && /Connection terminated|connection timeout/i.test(e.message);

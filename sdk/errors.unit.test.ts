@@ -17,6 +17,27 @@ describe('error retry decisions', () => {
     for (const code of ['23505', '42P01', '22P02']) expect(isRetriable({ code })).toBe(false);
   });
 
+  it('looks through kafkajs’s "retries exhausted" wrapper at its cause', async () => {
+    const { KafkaJSNonRetriableError, KafkaJSProtocolError } = (await import('kafkajs')) as unknown as {
+      KafkaJSNonRetriableError: new (e: Error, o: { cause: Error }) => Error;
+      KafkaJSProtocolError: new (e: { message: string; type: string; code: number; retriable: boolean }) => Error;
+    };
+    const notLeader = new KafkaJSProtocolError({
+      message: 'not the leader',
+      type: 'NOT_LEADER_FOR_PARTITION',
+      code: 6,
+      retriable: true,
+    });
+    const tooLarge = new KafkaJSProtocolError({
+      message: 'too large',
+      type: 'MESSAGE_TOO_LARGE',
+      code: 10,
+      retriable: false,
+    });
+    expect(isRetriable(new KafkaJSNonRetriableError(notLeader, { cause: notLeader }))).toBe(true);
+    expect(isRetriable(new KafkaJSNonRetriableError(tooLarge, { cause: tooLarge }))).toBe(false);
+  });
+
   it('keeps code, retriable and cause on the base class', () => {
     const cause = new Error('inner');
     const err = new FeromoniosError('BROKER_UNAVAILABLE', 'x', { retriable: true, cause });

@@ -1,7 +1,14 @@
 import type { Span } from '@opentelemetry/api';
-import { type Kafka, type Message, type PartitionMetadata, Partitioners, type Producer } from 'kafkajs';
-import type { EventoConsultado, PublicarEventoDto } from './contract';
-import { BrokerError, FeromoniosError, PublishValidationError } from './errors';
+import {
+  type Kafka,
+  type Message,
+  type PartitionMetadata,
+  Partitioners,
+  type Producer,
+  type RecordMetadata,
+} from 'kafkajs';
+import type { EventoConsultado, PosicaoKafka, PublicarEventoDto } from './contract';
+import { BrokerError, FeromoniosError, isRetriable, PublishValidationError } from './errors';
 import type { Logger } from './logger';
 import type { SdkMetrics } from './metrics';
 import type { SchemaCatalog } from './catalog';
@@ -10,6 +17,15 @@ import { ensureTopics, withAdmin, type TopicNames, type TopicSettings } from './
 import { endSpan, startProducerSpan, traceparentOf } from './tracing';
 import { validarEvento, type EventoValidado } from './validation';
 import { buildHeaders, encodeValue } from './wire-format';
+
+interface QueuedSend {
+  planned: Array<{ topic: string; message: Message }>;
+  resolve(positions: PosicaoKafka[]): void;
+  reject(err: unknown): void;
+}
+
+/** Calls waiting behind an in-flight request are merged up to about this many value bytes. */
+const MAX_COALESCED_BYTES = 512 * 1024;
 
 interface PublisherDeps {
   kafka: Kafka;
@@ -30,6 +46,8 @@ export class Publisher {
   private producer: Producer | undefined;
   private connecting: Promise<Producer> | undefined;
   private readonly readyTopics = new Set<string>();
+  private readonly queue: QueuedSend[] = [];
+  private sending = false;
 
   constructor(private readonly d: PublisherDeps) {}
 
@@ -60,34 +78,16 @@ export class Publisher {
       const out = validados.map((v) => this.toEvento(v));
       try {
         await this.withDeadline(async () => {
-          const producer = await this.connect();
           const planned = validados.map((v, i) => this.plan(v, ids[i] as number, traceparentOf(spans[i] as Span)));
           await this.ensureTopics([...new Set(planned.map((m) => m.topic))]);
-          const byTopic = new Map<string, Message[]>();
-          for (const m of planned) {
+          for (const m of planned)
             m.message.partition = this.partitioner({
               topic: m.topic,
               partitionMetadata: this.partitionMetadata(m.topic),
               message: m.message,
             });
-            byTopic.set(m.topic, [...(byTopic.get(m.topic) ?? []), m.message]);
-          }
-          const results = await producer.sendBatch({
-            acks: -1,
-            topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })),
-          });
-          // Each partition reports the offset of its first message; the rest follow in order.
-          const next = new Map(results.map((r) => [`${r.topicName}/${r.partition}`, BigInt(r.baseOffset ?? '-1')]));
-          planned.forEach((m, i) => {
-            const key = `${m.topic}/${m.message.partition ?? 0}`;
-            const offset = next.get(key) ?? -1n;
-            (out[i] as EventoConsultado).posicao = {
-              topico: m.topic,
-              particao: m.message.partition ?? 0,
-              offset: String(offset),
-            };
-            next.set(key, offset + 1n);
-          });
+          const positions = await this.enqueue(planned);
+          positions.forEach((posicao, i) => ((out[i] as EventoConsultado).posicao = posicao));
         });
       } catch (err) {
         spans.forEach((sp) => endSpan(sp, err));
@@ -122,12 +122,85 @@ export class Publisher {
     }
   }
 
+  /**
+   * Natural batching: calls that arrive while a produce request is in flight wait for it and go
+   * together in the next one (kafkajs has no linger, and one in-flight request is what keeps the
+   * idempotent producer ordered). An idle publisher sends at once; a busy one sends fewer, larger
+   * requests. Each call keeps its own messages in order, and calls keep their arrival order, so
+   * order within a partition is the order of the calls.
+   */
+  private enqueue(planned: Array<{ topic: string; message: Message }>): Promise<PosicaoKafka[]> {
+    return new Promise((resolve, reject) => {
+      this.queue.push({ planned, resolve, reject });
+      void this.drain();
+    });
+  }
+
+  private async drain(): Promise<void> {
+    if (this.sending) return;
+    this.sending = true;
+    try {
+      while (this.queue.length > 0) {
+        const take: QueuedSend[] = [];
+        let bytes = 0;
+        while (this.queue.length > 0 && (take.length === 0 || bytes < MAX_COALESCED_BYTES)) {
+          const next = this.queue.shift() as QueuedSend;
+          take.push(next);
+          for (const m of next.planned) bytes += (m.message.value as Buffer | null)?.length ?? 0;
+        }
+        try {
+          const byTopic = new Map<string, Message[]>();
+          for (const q of take)
+            for (const m of q.planned) byTopic.set(m.topic, [...(byTopic.get(m.topic) ?? []), m.message]);
+          const results = await this.sendWithPatience(byTopic);
+          // Each partition reports the offset of its first message; the rest follow in order.
+          const next = new Map(results.map((r) => [`${r.topicName}/${r.partition}`, BigInt(r.baseOffset ?? '-1')]));
+          for (const q of take)
+            q.resolve(
+              q.planned.map((m) => {
+                const key = `${m.topic}/${m.message.partition ?? 0}`;
+                const offset = next.get(key) ?? -1n;
+                next.set(key, offset + 1n);
+                return { topico: m.topic, particao: m.message.partition ?? 0, offset: String(offset) };
+              }),
+            );
+        } catch (err) {
+          for (const q of take) q.reject(err);
+        }
+      }
+    } finally {
+      this.sending = false;
+    }
+  }
+
+  /**
+   * One produce request; a retriable broker error (a leader moving, a broker restarting) is
+   * retried with backoff until `publishTimeoutMs` has passed — kafkajs's own retries give up
+   * within a second or two, well before the caller's deadline. A retry after an ambiguous failure
+   * may write a message twice: at-least-once, dropped downstream by event_id.
+   */
+  private async sendWithPatience(byTopic: Map<string, Message[]>): Promise<RecordMetadata[]> {
+    const deadline = Date.now() + this.d.timeoutMs;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const producer = await this.connect();
+        return await producer.sendBatch({
+          acks: -1,
+          topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })),
+        });
+      } catch (err) {
+        if (!isRetriable(err) || Date.now() >= deadline) throw err;
+        this.d.logger.warn('produce failed; retrying', { error: (err as Error).message, attempt: attempt + 1 });
+        await new Promise((r) => setTimeout(r, Math.min(1_000, 50 * 2 ** attempt)));
+      }
+    }
+  }
+
   /** Produces already-encoded records (reprocessing) with the same producer and guarantees. */
   async sendRaw(topic: string, messages: Message[]): Promise<void> {
     await this.withDeadline(async () => {
-      const producer = await this.connect();
       await this.ensureTopics([topic]);
-      await producer.send({ topic, acks: -1, messages });
+      await this.enqueue(messages.map((message) => ({ topic, message })));
     });
   }
 

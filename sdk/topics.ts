@@ -1,5 +1,8 @@
 import type { Admin, ITopicConfig, Kafka } from 'kafkajs';
-import { ConfigError } from './errors';
+import { ConfigError, isRetriable } from './errors';
+
+/** How long topic creation keeps retrying retriable broker errors, in milliseconds. */
+const CREATE_TOPICS_PATIENCE_MS = 15_000;
 
 /**
  * Topic names (docs/topics.md). Every name starts with the namespace (default `feromonios`):
@@ -103,22 +106,29 @@ export async function ensureTopics(admin: Admin, topics: string[], settings: Top
   if (settings.minInsyncReplicas !== undefined) {
     configEntries.push({ name: 'min.insync.replicas', value: String(settings.minInsyncReplicas) });
   }
-  try {
-    await admin.createTopics({
-      waitForLeaders: true,
-      topics: missing.map((topic) => ({
-        topic,
-        numPartitions: settings.partitions,
-        replicationFactor: settings.replicationFactor,
-        configEntries,
-      })),
-    });
-  } catch (err) {
-    // Another process created some of them between list and create: fine if all exist now.
-    const now = new Set(await admin.listTopics());
-    if (!missing.every((t) => now.has(t))) throw err;
+  // Right after a broker restart, leaders and metadata lag behind: retriable errors are retried
+  // for a while instead of failing the caller's first publish or subscription.
+  const deadline = Date.now() + CREATE_TOPICS_PATIENCE_MS;
+  for (;;) {
+    try {
+      await admin.createTopics({
+        waitForLeaders: true,
+        topics: missing.map((topic) => ({
+          topic,
+          numPartitions: settings.partitions,
+          replicationFactor: settings.replicationFactor,
+          configEntries,
+        })),
+      });
+      return missing;
+    } catch (err) {
+      // Another process created some of them between list and create: fine if all exist now.
+      const now = new Set(await admin.listTopics().catch(() => [] as string[]));
+      if (missing.every((t) => now.has(t))) return missing;
+      if (!isRetriable(err) || Date.now() > deadline) throw err;
+      await new Promise((r) => setTimeout(r, 250));
+    }
   }
-  return missing;
 }
 
 /**
