@@ -33,5 +33,8 @@ module.exports = {
       testPathIgnorePatterns: ['/node_modules/', '/.infra/'],
     },
     { ...withServices, displayName: 'e2e', testMatch: ['<rootDir>/test/**/*.e2e.test.ts'] },
+    // `npm run test:faults`: the 3-node cluster (FEROMONIOS_KAFKA_TOPOLOGY=cluster), processes
+    // that really die (docs/reliability.md). Not part of `npm test`; `.ci/run` runs its CI subset.
+    { ...withServices, displayName: 'faults', testMatch: ['<rootDir>/test/faults/**/*.faults.test.ts'] },
   ],
 };

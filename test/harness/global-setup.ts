@@ -10,7 +10,8 @@ import { up } from '../../infra/services';
 export default async function globalSetup(): Promise<void> {
   if (process.env.FEROMONIOS_TEST_TEMPLATE_DB) return; // a second project of the same run
   const t0 = Date.now();
-  const { endpoints, started } = await up();
+  const topology = process.env.FEROMONIOS_KAFKA_TOPOLOGY === 'cluster' ? 'cluster' : 'single';
+  const { endpoints, started } = await up({ topology });
   Object.assign(process.env, endpoints);
   process.env.FEROMONIOS_TEST_STARTED = started.join(',');
 
