@@ -131,6 +131,7 @@ export class EventBus {
     const t0 = process.hrtime.bigint();
     const v = validarEvento(dto, this.catalog); // fail fast, in the seed's order, before any read
     const confirmations = (this.confirmations ??= new LogConfirmations(this.database()));
+    await confirmations.preparar(); // the tail starts before our event can land
     if (dto.event_id !== undefined) {
       const existing = await this.leitor().obterEventoPorId(v.event_id);
       if (existing) {

@@ -10,28 +10,60 @@ export interface LoggedRow {
 interface Waiter {
   resolve(row: LoggedRow | null): void;
   deadline: number;
+  since: number;
 }
 
+interface Row {
+  event_id: string;
+  s: string;
+  timestamp: Date;
+  criado_em: Date;
+}
+
+/** Waiters older than this are also looked up by event_id (rows written before the cursor). */
+const LOOKUP_AFTER_MS = 500;
+const LOOKUP_EVERY_MS = 250;
+const TAIL_BATCH = 5_000;
+
 /**
- * Waits for event_ids to appear in `core.event_log` (confirmed publishing). All waiters of a
- * bus share one polling loop: one `event_id = ANY(...)` query every `intervaloMs` while anyone
- * waits, so 64 confirmations in flight cost one query per interval, not 64.
+ * Waits for event_ids to appear in `core.event_log` (confirmed publishing). All waiters of a bus
+ * share one loop that tails the log by sequence — `sequence_number > cursor`, which never skips
+ * a committed row (ADR 0004) — so each poll costs the rows written since the last one, however
+ * many confirmations are in flight. Call `preparar()` before producing: rows of events produced
+ * afterwards are then past the cursor. A waiter not found by the tail after 500 ms (its row was
+ * written before the cursor, e.g. by a concurrent re-publish) is also looked up by event_id.
  */
 export class LogConfirmations {
   private readonly waiters = new Map<string, Waiter[]>();
+  private cursor: bigint | undefined;
+  private preparing: Promise<void> | undefined;
   private timer: NodeJS.Timeout | undefined;
   private polling = false;
+  private lastLookup = 0;
 
   constructor(
     private readonly pool: pg.Pool,
     private readonly intervaloMs = 20,
   ) {}
 
-  /** Resolves with the row's sequence and write time, or `null` when `timeoutMs` passes first. */
+  /** Fixes the tail's starting point (the log's current end) once per bus. */
+  preparar(): Promise<void> {
+    this.preparing ??= this.pool
+      .query<{ s: string | null }>('SELECT max(sequence_number)::text AS s FROM core.event_log')
+      .then((r) => void (this.cursor ??= BigInt(r.rows[0]?.s ?? '0')))
+      .catch((err: unknown) => {
+        this.preparing = undefined;
+        throw err;
+      });
+    return this.preparing;
+  }
+
+  /** Resolves with the row's sequence and times, or `null` when `timeoutMs` passes first. */
   aguardar(eventId: string, timeoutMs: number): Promise<LoggedRow | null> {
     return new Promise((resolve) => {
       const list = this.waiters.get(eventId) ?? [];
-      list.push({ resolve, deadline: Date.now() + timeoutMs });
+      const t = Date.now();
+      list.push({ resolve, deadline: t + timeoutMs, since: t });
       this.waiters.set(eventId, list);
       this.schedule(0);
     });
@@ -54,21 +86,34 @@ export class LogConfirmations {
 
   private async poll(): Promise<void> {
     this.polling = true;
+    let more = false;
     try {
-      const ids = [...this.waiters.keys()];
-      if (ids.length === 0) return;
+      if (this.waiters.size === 0) return;
       const found = new Map<string, LoggedRow>();
       try {
-        const { rows } = await this.pool.query<{ event_id: string; s: string; timestamp: Date; criado_em: Date }>(
-          'SELECT event_id::text, sequence_number::text AS s, timestamp, criado_em FROM core.event_log WHERE event_id = ANY($1::uuid[])',
-          [ids],
+        await this.preparar();
+        const { rows } = await this.pool.query<Row>(
+          `SELECT event_id::text, sequence_number::text AS s, timestamp, criado_em FROM core.event_log
+            WHERE sequence_number > $1 ORDER BY event_log.sequence_number LIMIT ${TAIL_BATCH}`,
+          [String(this.cursor ?? 0n)],
         );
-        for (const r of rows)
-          found.set(r.event_id, {
-            sequence_number: BigInt(r.s),
-            timestamp: r.timestamp.toISOString(),
-            criado_em: r.criado_em.toISOString(),
-          });
+        for (const r of rows) if (this.waiters.has(r.event_id)) found.set(r.event_id, toLogged(r));
+        if (rows.length > 0) this.cursor = BigInt((rows.at(-1) as Row).s);
+        more = rows.length === TAIL_BATCH;
+        const now = Date.now();
+        if (now - this.lastLookup >= LOOKUP_EVERY_MS) {
+          this.lastLookup = now;
+          const old = [...this.waiters].filter(
+            ([id, l]) => !found.has(id) && l.some((w) => now - w.since >= LOOKUP_AFTER_MS),
+          );
+          if (old.length > 0) {
+            const byId = await this.pool.query<Row>(
+              'SELECT event_id::text, sequence_number::text AS s, timestamp, criado_em FROM core.event_log WHERE event_id = ANY($1::uuid[])',
+              [old.map(([id]) => id)],
+            );
+            for (const r of byId.rows) found.set(r.event_id, toLogged(r));
+          }
+        }
       } catch {
         // the database is briefly unreachable: keep waiting until the deadlines
       }
@@ -86,7 +131,13 @@ export class LogConfirmations {
       }
     } finally {
       this.polling = false;
-      if (this.waiters.size > 0) this.schedule(this.intervaloMs);
+      if (this.waiters.size > 0) this.schedule(more ? 0 : this.intervaloMs);
     }
   }
 }
+
+const toLogged = (r: Row): LoggedRow => ({
+  sequence_number: BigInt(r.s),
+  timestamp: r.timestamp.toISOString(),
+  criado_em: r.criado_em.toISOString(),
+});

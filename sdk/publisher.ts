@@ -47,6 +47,7 @@ export class Publisher {
   private connecting: Promise<Producer> | undefined;
   private readonly readyTopics = new Set<string>();
   private readonly queue: QueuedSend[] = [];
+  private readonly topicChecks = new Map<string, Promise<void>>();
   private sending = false;
 
   constructor(private readonly d: PublisherDeps) {}
@@ -238,15 +239,27 @@ export class Publisher {
     };
   }
 
+  /**
+   * Makes sure the topics exist and learns their partition counts, once per topic: concurrent
+   * first calls (a burst of publishes on a fresh bus) share one admin round trip.
+   */
   private async ensureTopics(topics: string[]): Promise<void> {
     const missing = topics.filter((t) => !this.readyTopics.has(t));
     if (missing.length === 0) return;
-    await withAdmin(this.d.kafka, async (admin) => {
-      await ensureTopics(admin, missing, this.d.topicSettings);
-      const meta = await admin.fetchTopicMetadata({ topics: missing });
-      for (const t of meta.topics) this.partitionCounts.set(t.name, t.partitions.length);
-    });
-    missing.forEach((t) => this.readyTopics.add(t));
+    const waiting = missing.map((t) => this.topicChecks.get(t)).filter((p): p is Promise<void> => p !== undefined);
+    const fresh = missing.filter((t) => !this.topicChecks.has(t));
+    if (fresh.length > 0) {
+      const check = withAdmin(this.d.kafka, async (admin) => {
+        await ensureTopics(admin, fresh, this.d.topicSettings);
+        const meta = await admin.fetchTopicMetadata({ topics: fresh });
+        for (const t of meta.topics) this.partitionCounts.set(t.name, t.partitions.length);
+      })
+        .then(() => fresh.forEach((t) => this.readyTopics.add(t)))
+        .finally(() => fresh.forEach((t) => this.topicChecks.delete(t)));
+      fresh.forEach((t) => this.topicChecks.set(t, check));
+      waiting.push(check);
+    }
+    await Promise.all(waiting);
   }
 
   private connect(): Promise<Producer> {
