@@ -1,0 +1,105 @@
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { Bridge } from '../bridge/bridge';
+import { BridgeMetrics } from '../bridge/metrics';
+import { up } from '../infra/services';
+import { migrateLatest } from '../migrations';
+import { EventBus, silentLogger, type EventBusInput } from '../sdk';
+
+/** Progress lines go to stderr so the table on stdout stays clean. */
+export const progress = (msg: string): void => void process.stderr.write(`[bench] ${msg}\n`);
+
+export const BENCH_REDACTION_KEY = 'bench-only-redaction-key-0123456789abcdef';
+
+export interface BenchContext {
+  quick: boolean;
+  brokers: string[];
+  registryUrl: string;
+  serverUrl: string;
+  /** A fresh migrated database (dropped at the end). */
+  database(label: string): Promise<{ url: string; pool: pg.Pool }>;
+  /** A bus in a namespace of its own, schemas synced. */
+  bus(overrides?: Partial<EventBusInput>): Promise<EventBus>;
+  /** The bridge (as deployed: redaction on, batches of 500) over `pool`, following `bus`'s namespace. */
+  bridge(bus: EventBus, pool: pg.Pool, groupId?: string): Promise<Bridge>;
+  cleanup(): Promise<void>;
+}
+
+export async function createContext(quick: boolean): Promise<BenchContext> {
+  const { endpoints } = await up();
+  const brokers = endpoints.KAFKA_BROKERS.split(',');
+  const probe = new pg.Client({ connectionString: endpoints.DATABASE_URL });
+  await probe.connect();
+  process.env.FEROMONIOS_PG_VERSION = (
+    await probe.query<{ v: string }>("SELECT current_setting('server_version') AS v")
+  ).rows[0]?.v.split(' ')[0];
+  await probe.end();
+  const runId = randomBytes(3).toString('hex');
+  const cleanups: Array<() => Promise<void>> = [];
+  let dbCount = 0;
+  const ctx: BenchContext = {
+    quick,
+    brokers,
+    registryUrl: endpoints.SCHEMA_REGISTRY_URL,
+    serverUrl: endpoints.DATABASE_URL,
+    async database(label) {
+      const name = `fero_bench_${runId}_${label}_${dbCount++}`;
+      const admin = new pg.Client({ connectionString: endpoints.DATABASE_URL });
+      await admin.connect();
+      await admin.query(`CREATE DATABASE ${name}`).finally(() => admin.end());
+      const u = new URL(endpoints.DATABASE_URL);
+      u.pathname = `/${name}`;
+      const url = u.toString();
+      await migrateLatest(url);
+      const dbPool = new pg.Pool({ connectionString: url, max: 8 });
+      dbPool.on('error', () => undefined);
+      cleanups.push(async () => {
+        await dbPool.end();
+        const a = new pg.Client({ connectionString: endpoints.DATABASE_URL });
+        await a.connect();
+        await a.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).finally(() => a.end());
+      });
+      return { url, pool: dbPool };
+    },
+    async bus(overrides = {}) {
+      const b = new EventBus({
+        brokers,
+        registryUrl: endpoints.SCHEMA_REGISTRY_URL,
+        namespace: `bench${randomBytes(3).toString('hex')}`,
+        logger: silentLogger,
+        topics: { partitions: 3, replicationFactor: -1, retentionMs: 3_600_000 },
+        ...overrides,
+      });
+      await b.sincronizarSchemas();
+      cleanups.push(() => b.encerrar());
+      return b;
+    },
+    async bridge(bus, dbPool, groupId = `${bus.topics.namespace}-bridge`) {
+      const bridge = new Bridge({
+        brokers,
+        clientId: 'bench-bridge',
+        groupId,
+        pool: dbPool,
+        registry: bus.registry,
+        catalog: bus.catalog,
+        topics: bus.topics,
+        topicSettings: bus.options.topics,
+        redaction: { key: BENCH_REDACTION_KEY, coordinateDecimals: 2 },
+        batchSize: Number(process.env.BENCH_BRIDGE_BATCH ?? 500),
+        flushIntervalMs: 50,
+        topicRefreshMs: 1000,
+        maxPayloadBytes: 1024 * 1024,
+        dlqMaxTentativas: 5,
+        logger: silentLogger,
+        metrics: new BridgeMetrics(),
+      });
+      await bridge.start();
+      cleanups.push(() => bridge.stop());
+      return bridge;
+    },
+    async cleanup() {
+      for (const c of cleanups.reverse()) await c().catch(() => undefined);
+    },
+  };
+  return ctx;
+}

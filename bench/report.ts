@@ -1,0 +1,228 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { AuditRow } from './audit-api.bench';
+import type { LiveRow } from './live-latency.bench';
+import type { PublishRow } from './publish.bench';
+import type { ReplayRow } from './replay.bench';
+import type { SinkRow } from './sink.bench';
+import { fmt } from './stats';
+
+export interface Results {
+  quick: boolean;
+  command: string;
+  seconds?: number;
+  publish?: PublishRow[];
+  live?: LiveRow;
+  sink?: SinkRow;
+  replay?: ReplayRow;
+  audit?: { rows: number; results: AuditRow[] };
+}
+
+interface Target {
+  name: string;
+  goal: string;
+  measured: string;
+  met: boolean;
+}
+
+function targets(r: Results): Target[] {
+  const t: Target[] = [];
+  const par = r.publish?.find((p) => p.mode === '64 in flight');
+  if (par)
+    t.push({
+      name: 'SDK publish, 64 in flight',
+      goal: '≥ 0.85× plain kafkajs',
+      measured: `${fmt(par.ratio, 2)}×`,
+      met: par.ratio >= 0.85,
+    });
+  if (r.live) {
+    const ratio = r.live.sdk.p99 / r.live.raw.p99;
+    t.push({
+      name: 'live p99',
+      goal: '≤ 1.3× plain kafkajs',
+      measured: `${fmt(ratio, 2)}× (${fmt(r.live.sdk.p99)} vs ${fmt(r.live.raw.p99)} ms)`,
+      met: ratio <= 1.3,
+    });
+  }
+  if (r.sink)
+    t.push({
+      name: 'sink throughput',
+      goal: '≥ 0.5× COPY',
+      measured: `${fmt(r.sink.ratio, 3)}×`,
+      met: r.sink.ratio >= 0.5,
+    });
+  if (r.replay) {
+    t.push({
+      name: 'replayDeSequence time',
+      goal: '≤ 1.5× raw SELECT',
+      measured: `${fmt(r.replay.ratio, 2)}×`,
+      met: r.replay.ratio <= 1.5,
+    });
+    // flat: the whole range holds no more than a quarter of it (+1 MB of noise)
+    const flat = r.replay.streamMb <= r.replay.streamQuarterMb + 1;
+    t.push({
+      name: 'replayStream memory flat',
+      goal: 'peak does not grow with the range',
+      measured: `${fmt(r.replay.streamMb)} MB over ${r.replay.events}, ${fmt(r.replay.streamQuarterMb)} MB over ${r.replay.events / 4}`,
+      met: flat,
+    });
+  }
+  if (r.audit) {
+    const worst = Math.max(...r.audit.results.map((a) => a.p99));
+    const over = r.audit.results.filter((a) => a.p99 > 50).map((a) => a.filter);
+    t.push({
+      name: `audit p99 at ${r.audit.rows.toLocaleString('en-US')} rows`,
+      goal: '≤ 50 ms for every filter',
+      measured: `worst ${fmt(worst)} ms${over.length ? ` (over: ${over.join(', ')})` : ''}`,
+      met: over.length === 0,
+    });
+  }
+  return t;
+}
+
+/** The plain table for the terminal and the BENCHMARKS.md document. */
+export function renderReport(r: Results): { table: string; markdown: string } {
+  const md: string[] = [];
+  const line = (cells: Array<string | number>): string => `| ${cells.join(' | ')} |`;
+  const head = (cells: string[]): string[] => [line(cells), line(cells.map(() => '---'))];
+  if (r.publish) {
+    md.push(
+      '## 1. Publish',
+      '',
+      'Same topic, same bytes, same producer guarantees (idempotent, `acks=all`, one in-flight request).',
+      '',
+    );
+    md.push(...head(['mode', 'SDK events/s', 'kafkajs events/s', 'SDK/raw', 'SDK p50 / p99 ms', 'raw p50 / p99 ms']));
+    for (const p of r.publish)
+      md.push(
+        line([
+          p.mode,
+          fmt(p.sdkPerSec, 0),
+          fmt(p.rawPerSec, 0),
+          `${fmt(p.ratio, 2)}×`,
+          `${fmt(p.sdkP50)} / ${fmt(p.sdkP99)}`,
+          `${fmt(p.rawP50)} / ${fmt(p.rawP99)}`,
+        ]),
+      );
+    md.push('', 'Latency is per call (for `publicarLote`, per batch of 500).', '');
+  }
+  if (r.live) {
+    md.push(
+      '## 2. Live end-to-end latency',
+      '',
+      `Publish → handler at ${r.live.rate} events/s for ${r.live.seconds} s.`,
+      '',
+    );
+    md.push(...head(['path', 'p50 ms', 'p95 ms', 'p99 ms', 'events', 'not delivered']));
+    md.push(
+      line([
+        'SDK `publicar` → `inscrever`',
+        fmt(r.live.sdk.p50),
+        fmt(r.live.sdk.p95),
+        fmt(r.live.sdk.p99),
+        r.live.sdk.n,
+        r.live.lost.sdk,
+      ]),
+    );
+    md.push(
+      line([
+        'kafkajs producer → consumer',
+        fmt(r.live.raw.p50),
+        fmt(r.live.raw.p95),
+        fmt(r.live.raw.p99),
+        r.live.raw.n,
+        r.live.lost.raw,
+      ]),
+      '',
+    );
+  }
+  if (r.sink) {
+    md.push(
+      '## 3. Sink',
+      '',
+      `${r.sink.events.toLocaleString('en-US')} \`demanda.recebida\` events already in the topics, redaction on, every seed index present.`,
+      '',
+    );
+    md.push(...head(['writer', 'events/s', 'ratio']));
+    md.push(line(['bridge → `core.event_log`', fmt(r.sink.bridgePerSec, 0), `${fmt(r.sink.ratio, 3)}×`]));
+    md.push(line([`PostgreSQL ${r.sink.copyMethod}, identical table`, fmt(r.sink.copyPerSec, 0), '1×']), '');
+    md.push(
+      `Publish → visible in the log (confirmed publishing) at ${r.sink.visible.rate}/s for ${r.sink.visible.seconds} s: p50 ${fmt(r.sink.visible.p50)} ms, p95 ${fmt(r.sink.visible.p95)} ms, **p99 ${fmt(r.sink.visible.p99)} ms** (${r.sink.visible.n} events).`,
+      '',
+    );
+  }
+  if (r.replay) {
+    md.push(
+      '## 4. Replay',
+      '',
+      `${r.replay.events.toLocaleString('en-US')} events. Memory held = heap + external above the baseline after a full GC, at the reader's fullest point (the stream: every 2,000 events).`,
+      '',
+    );
+    md.push(...head(['reader', 'time ms', 'memory held MB']));
+    md.push(line(['raw `SELECT` of the range', fmt(r.replay.rawMs, 0), fmt(r.replay.rawMb)]));
+    md.push(line(['`replayDeSequence(0)`', fmt(r.replay.replayMs, 0), fmt(r.replay.replayMb)]));
+    md.push(line(['`replayStream(0)`', fmt(r.replay.streamMs, 0), fmt(r.replay.streamMb)]));
+    md.push(line([`\`replayStream\` over a quarter of the range`, '', fmt(r.replay.streamQuarterMb)]), '');
+  }
+  if (r.audit) {
+    md.push(
+      '## 5. Audit API',
+      '',
+      `\`GET /api/events\` on ${r.audit.rows.toLocaleString('en-US')} rows, 4 concurrent clients in a separate process. SQL ms = PostgreSQL's own execution time of the page query and of the count query alone (EXPLAIN ANALYZE, median of 5, warm cache).`,
+      '',
+    );
+    md.push(
+      ...head([
+        'filter',
+        'requests/s',
+        'p50 ms',
+        'p99 ms',
+        'page SQL ms',
+        'count SQL ms',
+        'page query plan',
+        'count query plan',
+      ]),
+    );
+    for (const a of r.audit.results)
+      md.push(
+        line([
+          a.filter,
+          fmt(a.rps, 0),
+          fmt(a.p50),
+          fmt(a.p99),
+          fmt(a.pageSqlMs, 2),
+          fmt(a.countSqlMs, 2),
+          a.plan,
+          a.countPlan,
+        ]),
+      );
+    md.push('');
+  }
+  const tg = targets(r);
+  const targetLines = [
+    ...head(['target', 'goal', 'measured', 'met']),
+    ...tg.map((t) => line([t.name, t.goal, t.measured, t.met ? 'met' : '**not met**'])),
+  ];
+  const cpu = os.cpus()[0]?.model ?? 'unknown CPU';
+  const analysisFile = path.join(__dirname, 'ANALYSIS.md');
+  const analysis = fs.existsSync(analysisFile) ? fs.readFileSync(analysisFile, 'utf8').trim() : '';
+  const markdown = [
+    '# Benchmarks',
+    '',
+    `Generated by \`${r.command}\` on ${new Date().toISOString().slice(0, 10)} in ${fmt(r.seconds ?? 0, 0)} s (${r.quick ? 'quick' : 'full'} mode).`,
+    '',
+    `Machine: ${os.type()} ${os.release()}, ${os.cpus().length} × ${cpu}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, shared and noisy — read the ratios, not the absolute numbers. ` +
+      `Node ${process.version}; Kafka 4.1.1 (KRaft, single node, from Maven Central); Apicurio Registry 3.3.3; PostgreSQL ${process.env.FEROMONIOS_PG_VERSION ?? '15'}; kafkajs 2.2.4.`,
+    '',
+    '## Targets',
+    '',
+    ...targetLines,
+    '',
+    ...md,
+    analysis,
+    '',
+  ].join('\n');
+  const table = ['Targets', ...targetLines, '', ...md].join('\n');
+  return { table, markdown };
+}

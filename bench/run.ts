@@ -1,0 +1,54 @@
+/**
+ * `npm run bench` (full) / `npm run bench -- --quick` (under 3 minutes): every benchmark of
+ * BENCHMARKS.md against the real services, side by side with its reference in the same run.
+ * `--only=publish,live,sink,replay,audit` runs a subset. Progress on stderr, the table on
+ * stdout, and BENCHMARKS.md rewritten with the machine, versions and exact command.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { benchAuditApi } from './audit-api.bench';
+import { createContext, progress } from './context';
+import { benchLiveLatency } from './live-latency.bench';
+import { benchPublish } from './publish.bench';
+import { benchReplay } from './replay.bench';
+import { renderReport, type Results } from './report';
+import { benchSink } from './sink.bench';
+
+async function main(): Promise<void> {
+  const quick = process.argv.includes('--quick');
+  const only = process.argv
+    .find((a) => a.startsWith('--only='))
+    ?.slice(7)
+    .split(',');
+  const want = (name: string): boolean => !only || only.includes(name);
+  const started = Date.now();
+  progress(`${quick ? 'quick' : 'full'} run; services…`);
+  const ctx = await createContext(quick);
+  const results: Results = {
+    quick,
+    command: `npm run bench${process.argv.slice(2).length ? ` -- ${process.argv.slice(2).join(' ')}` : ''}`,
+  };
+  try {
+    if (want('publish')) results.publish = await benchPublish(ctx);
+    if (want('live')) results.live = await benchLiveLatency(ctx);
+    if (want('sink')) results.sink = await benchSink(ctx);
+    if (want('replay')) results.replay = await benchReplay(ctx);
+    if (want('audit')) results.audit = await benchAuditApi(ctx);
+  } finally {
+    await ctx.cleanup();
+  }
+  results.seconds = (Date.now() - started) / 1000;
+  const { table, markdown } = renderReport(results);
+  process.stdout.write(table + '\n');
+  if (!only) {
+    fs.writeFileSync(path.join(__dirname, '..', 'BENCHMARKS.md'), markdown);
+    progress('BENCHMARKS.md written');
+  }
+  progress(`done in ${results.seconds.toFixed(0)} s`);
+  process.exit(0);
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});

@@ -1,0 +1,105 @@
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import type pg from 'pg';
+import type { PublicarEventoDto } from '../sdk';
+import { SAMPLE_PAYLOADS } from '../sdk/testing';
+import { progress, type BenchContext } from './context';
+import { atRate, now, summarize, type LatencySummary } from './stats';
+
+export interface SinkRow {
+  events: number;
+  bridgePerSec: number;
+  copyPerSec: number;
+  copyMethod: string;
+  ratio: number;
+  visible: LatencySummary & { rate: number; seconds: number };
+}
+
+const count = async (pool: pg.Pool, table = 'core.event_log'): Promise<number> =>
+  Number((await pool.query<{ n: string }>(`SELECT count(*) AS n FROM ${table}`)).rows[0]?.n ?? 0);
+
+/** A citizen's demand with personal data to redact: text hashed, id removed, coordinates rounded. */
+const recebida = (i: number): PublicarEventoDto => ({
+  tipo: 'demanda.recebida',
+  origem: 'D-1a',
+  payload: {
+    ...SAMPLE_PAYLOADS['demanda.recebida'],
+    demanda_id: randomUUID(),
+    texto_bruto: `Buraco na rua ${i}, em frente ao número ${i % 500}, há três semanas sem reparo`,
+    cidadao_id: `u${i}`,
+    localizacao_bruta: { lat: -23.55 + (i % 1000) / 1e5, lng: -46.63 - (i % 777) / 1e5 },
+  },
+});
+
+/**
+ * The bridge mirroring events already in the topics into `core.event_log` (redaction on, every
+ * seed index present), against PostgreSQL `COPY` of the same rows into an identical table; then
+ * publish → visible-in-log latency at a steady rate (confirmed publishing, which polls the log).
+ */
+export async function benchSink(ctx: BenchContext): Promise<SinkRow> {
+  const n = ctx.quick ? 20_000 : 200_000;
+  const bus = await ctx.bus({ clientId: 'bench-sink' });
+  progress(`sink: publishing ${n} events into the topics…`);
+  for (let i = 0; i < n; i += 500) {
+    await bus.publicarLote(Array.from({ length: Math.min(500, n - i) }, (_, k) => recebida(i + k)));
+    if (i % 20_000 === 0) progress(`sink: ${i}/${n} published`);
+  }
+  const db = await ctx.database('sink');
+  progress(`sink: bridge draining ${n} events…`);
+  const t0 = now();
+  await ctx.bridge(bus, db.pool);
+  let last = 0;
+  for (;;) {
+    const c = await count(db.pool);
+    if (c >= n) break;
+    if (c - last >= n / 10) {
+      progress(`sink: ${c}/${n} in the log`);
+      last = c;
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const bridgeSeconds = (now() - t0) / 1000;
+
+  progress('sink: COPY of the same rows into an identical table…');
+  await db.pool.query('CREATE TABLE core.event_log_copy (LIKE core.event_log INCLUDING ALL)');
+  const file = `/tmp/feromonios-bench-${randomUUID()}.copy`;
+  let copyMethod = 'COPY FROM file (binary)';
+  let copySeconds: number;
+  try {
+    await db.pool.query(`COPY core.event_log TO '${file}' (FORMAT binary)`);
+    const c0 = now();
+    await db.pool.query(`COPY core.event_log_copy FROM '${file}' (FORMAT binary)`);
+    copySeconds = (now() - c0) / 1000;
+    fs.rmSync(file, { force: true });
+  } catch {
+    copyMethod = 'INSERT … SELECT (server file COPY not permitted)';
+    const c0 = now();
+    await db.pool.query('INSERT INTO core.event_log_copy SELECT * FROM core.event_log');
+    copySeconds = (now() - c0) / 1000;
+  }
+  if ((await count(db.pool, 'core.event_log_copy')) !== n) throw new Error('COPY reference did not copy every row');
+
+  const rate = 1000;
+  const seconds = ctx.quick ? 8 : 30;
+  progress(`sink: publish → visible in the log at ${rate}/s for ${seconds} s…`);
+  const confirmed = await ctx.bus({ clientId: 'bench-visible', namespace: bus.topics.namespace, pool: db.pool });
+  const lat: number[] = [];
+  const pending: Array<Promise<void>> = [];
+  await atRate(rate, seconds, (i) => {
+    const s = now();
+    pending.push(
+      confirmed
+        .publicar(recebida(i), { confirmar: true, timeoutConfirmacaoMs: 30_000 })
+        .then(() => void lat.push(now() - s)),
+    );
+  });
+  await Promise.all(pending);
+  return {
+    events: n,
+    bridgePerSec: n / bridgeSeconds,
+    copyPerSec: n / copySeconds,
+    copyMethod,
+    ratio: n / bridgeSeconds / (n / copySeconds),
+    visible: { ...summarize(lat), rate, seconds },
+  };
+}

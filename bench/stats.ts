@@ -1,0 +1,85 @@
+/** Percentile of an unsorted sample (nearest rank), in the sample's unit. */
+export function percentile(sample: number[], p: number): number {
+  if (sample.length === 0) return NaN;
+  const s = [...sample].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))] as number;
+}
+
+export interface LatencySummary {
+  p50: number;
+  p95: number;
+  p99: number;
+  n: number;
+}
+
+export const summarize = (ms: number[]): LatencySummary => ({
+  p50: percentile(ms, 50),
+  p95: percentile(ms, 95),
+  p99: percentile(ms, 99),
+  n: ms.length,
+});
+
+export const now = (): number => Number(process.hrtime.bigint()) / 1e6;
+
+export const fmt = (v: number, digits = 1): string =>
+  Number.isFinite(v)
+    ? v.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits })
+    : '—';
+
+/** Runs `task(i)` for i in [0, n) with at most `concurrency` in flight. */
+export async function pool(n: number, concurrency: number, task: (i: number) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(concurrency, n) }, async () => {
+      while (next < n) await task(next++);
+    }),
+  );
+}
+
+/** Calls `tick(i)` at a fixed rate (events per second) for `seconds`, not waiting for each call. */
+export async function atRate(
+  perSecond: number,
+  seconds: number,
+  tick: (i: number) => void,
+  progress?: (sent: number) => void,
+): Promise<number> {
+  const total = Math.round(perSecond * seconds);
+  const start = now();
+  let i = 0;
+  while (i < total) {
+    const due = Math.min(total, Math.floor(((now() - start) / 1000) * perSecond) + 1);
+    while (i < due) tick(i++);
+    if (i % perSecond < 10) progress?.(i);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  return total;
+}
+
+/**
+ * Memory a reader holds: `fn` calls `probe()` at the points where it holds the most (after
+ * collecting garbage, so transient allocations do not count). Needs `--expose-gc` (npm run
+ * bench sets it). Returns the largest heap + external above the baseline, in MB.
+ */
+export async function retainedMemory<T>(fn: (probe: () => void) => Promise<T>): Promise<{ result: T; peakMb: number }> {
+  const gc = (globalThis as { gc?: () => void }).gc;
+  if (!gc) throw new Error('run with --expose-gc (npm run bench does)');
+  gc();
+  const heap = (): number => {
+    const m = process.memoryUsage();
+    return m.heapUsed + m.external;
+  };
+  const baseline = heap();
+  let peak = 0;
+  const result = await fn(() => {
+    gc();
+    peak = Math.max(peak, heap() - baseline);
+  });
+  return { result, peakMb: peak / 1024 / 1024 };
+}
+
+/** Wall time of `fn`, in milliseconds. */
+export async function timedMs<T>(fn: () => Promise<T>): Promise<{ result: T; ms: number }> {
+  const t0 = now();
+  const result = await fn();
+  return { result, ms: now() - t0 };
+}
