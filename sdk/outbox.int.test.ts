@@ -229,6 +229,24 @@ describe('transactional outbox and relay (seed 003 §6)', () => {
     );
   }, 120_000);
 
+  it('deletes published rows once past the retention period, and keeps unpublished ones', async () => {
+    await criarTabelaOutbox(colony.pool, 'd7');
+    const client = await colony.pool.connect();
+    await client.query('BEGIN');
+    for (let i = 0; i < 5; i++) await bus.publicarNaTransacao(client, categorizada(), { schema: 'd7' });
+    await client.query('COMMIT');
+    client.release();
+    await colony.pool.query(
+      `INSERT INTO d7.feromonios_outbox (event_id, tipo, versao_schema, timestamp_evento, origem, correlacao_id, payload, falhou_em)
+       VALUES ($1, 'demanda.legada', '1.0.0', '2026-12-01T00:00:00Z', 'D-3', $1, '{}', now())`,
+      [randomUUID()],
+    );
+    const relay = await bus.iniciarRelayOutbox({ schema: 'd7', intervaloMs: 50, retencaoMs: 0 });
+    await waitFor(async () => (await count(colony, 'SELECT count(*) AS n FROM d7.feromonios_outbox')) === 1);
+    await relay.parar();
+    expect(await count(colony, 'SELECT count(*) AS n FROM d7.feromonios_outbox WHERE falhou_em IS NOT NULL')).toBe(1);
+  });
+
   it('sets aside a row that can never be published without blocking the rows after it', async () => {
     const poison = randomUUID();
     await colony.pool.query(
