@@ -1,34 +1,8 @@
-import { spawn } from 'node:child_process';
-import path from 'node:path';
-import { createTestDatabase, registerCleanup, serviceEnv, waitFor } from '../test/harness';
+import { createTestDatabase, serviceEnv, waitFor } from '../test/harness';
+import { spawnTs } from '../test/harness/spawn';
 import { operatorToken, TEST_JWT_SECRET } from '../test/harness/audit';
 
-const root = path.resolve(__dirname, '..');
-
-function run(env: Record<string, string>) {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'audit-api', 'main.ts')], {
-    cwd: root,
-    env: {
-      ...process.env,
-      KAFKA_BROKERS: serviceEnv().brokers.join(','),
-      SCHEMA_REGISTRY_URL: serviceEnv().registryUrl,
-      LOG_LEVEL: 'info',
-      ...env,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr.on('data', (d: Buffer) => (out += d.toString()));
-  const exited = new Promise<number | string>((resolve) => child.once('exit', (c, s) => resolve(c ?? s ?? -1)));
-  registerCleanup(async () => {
-    if (child.exitCode === null && child.signalCode === null) {
-      child.kill('SIGKILL');
-      await exited;
-    }
-  });
-  return { child, exited, output: () => out };
-}
+const run = (env: Record<string, string>) => spawnTs('audit-api/main.ts', { LOG_LEVEL: 'info', ...env });
 
 describe('audit-api/main.ts as a process', () => {
   it('refuses to start without a JWT secret, naming the variable (exit 2)', async () => {

@@ -6,24 +6,15 @@ import type http from 'node:http';
 import pg from 'pg';
 import { Registry } from 'prom-client';
 import { migrateLatest } from '../migrations';
-import { ConfigError } from '../sdk/errors';
 import { EventBus } from '../sdk/event-bus';
 import { jsonLogger } from '../sdk/logger';
+import { onShutdown, runMain } from '../sdk/process';
 import { createAuditApp } from './app';
 import { loadAuditConfig } from './config';
 import { AuditMetrics } from './metrics';
 
 async function main(): Promise<void> {
-  let cfg;
-  try {
-    cfg = loadAuditConfig();
-  } catch (err) {
-    if (err instanceof ConfigError) {
-      console.error(`audit-api: ${err.message}`);
-      process.exit(2);
-    }
-    throw err;
-  }
+  const cfg = loadAuditConfig();
   const logger = jsonLogger('audit-api', cfg.LOG_LEVEL);
   await migrateLatest(cfg.DATABASE_URL);
   const pool = new pg.Pool({ connectionString: cfg.DATABASE_URL, max: 8, connectionTimeoutMillis: 5000 });
@@ -44,32 +35,12 @@ async function main(): Promise<void> {
   });
   logger.info('audit API listening', { port: cfg.AUDIT_API_PORT });
 
-  let stopping = false;
-  const shutdown = (signal: string): void => {
-    if (stopping) return;
-    stopping = true;
-    logger.info('shutting down', { signal });
+  onShutdown(logger, async () => {
     server.close();
     server.closeIdleConnections();
-    void (async () => {
-      await bus.encerrar();
-      await pool.end();
-      process.exit(0);
-    })();
-  };
-  process.on('SIGTERM', () => shutdown('SIGTERM'));
-  process.on('SIGINT', () => shutdown('SIGINT'));
+    await bus.encerrar();
+    await pool.end();
+  });
 }
 
-main().catch((err: unknown) => {
-  console.error(
-    JSON.stringify({
-      level: 'error',
-      component: 'audit-api',
-      msg: 'fatal',
-      error: (err as Error).message,
-      stack: (err as Error).stack,
-    }),
-  );
-  process.exit(1);
-});
+runMain('audit-api', main);

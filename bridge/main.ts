@@ -5,8 +5,8 @@
 import pg from 'pg';
 import { migrateLatest } from '../migrations';
 import { SchemaCatalog } from '../sdk/catalog';
-import { ConfigError } from '../sdk/errors';
 import { jsonLogger } from '../sdk/logger';
+import { onShutdown, runMain } from '../sdk/process';
 import { ConfluentSchemaRegistry } from '../sdk/registry';
 import { defaultTopicSettings, TopicNames } from '../sdk/topics';
 import { Bridge } from './bridge';
@@ -15,16 +15,7 @@ import { BridgeMetrics } from './metrics';
 import { startOpsServer } from './ops-server';
 
 async function main(): Promise<void> {
-  let cfg;
-  try {
-    cfg = loadBridgeConfig();
-  } catch (err) {
-    if (err instanceof ConfigError) {
-      console.error(`bridge: ${err.message}`);
-      process.exit(2);
-    }
-    throw err;
-  }
+  const cfg = loadBridgeConfig();
   const logger = jsonLogger('bridge', cfg.LOG_LEVEL);
   await migrateLatest(cfg.DATABASE_URL);
   const pool = new pg.Pool({ connectionString: cfg.DATABASE_URL, max: 4, connectionTimeoutMillis: 5000 });
@@ -53,31 +44,11 @@ async function main(): Promise<void> {
   await bridge.start();
   logger.info('bridge listening', { port: cfg.BRIDGE_PORT });
 
-  let stopping = false;
-  const shutdown = (signal: string): void => {
-    if (stopping) return;
-    stopping = true;
-    logger.info('shutting down', { signal });
-    void (async () => {
-      await bridge.stop();
-      await pool.end();
-      server.close();
-      process.exit(0);
-    })();
-  };
-  process.on('SIGTERM', () => shutdown('SIGTERM'));
-  process.on('SIGINT', () => shutdown('SIGINT'));
+  onShutdown(logger, async () => {
+    await bridge.stop();
+    await pool.end();
+    server.close();
+  });
 }
 
-main().catch((err: unknown) => {
-  console.error(
-    JSON.stringify({
-      level: 'error',
-      component: 'bridge',
-      msg: 'fatal',
-      error: (err as Error).message,
-      stack: (err as Error).stack,
-    }),
-  );
-  process.exit(1);
-});
+runMain('bridge', main);

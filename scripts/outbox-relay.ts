@@ -6,9 +6,9 @@
 import pg from 'pg';
 import { connectionEnv } from '../sdk/config';
 import { env, readEnv } from '../sdk/env';
-import { ConfigError } from '../sdk/errors';
 import { EventBus } from '../sdk/event-bus';
 import { jsonLogger } from '../sdk/logger';
+import { onShutdown, runMain } from '../sdk/process';
 
 /** Every variable the relay process reads (`DATABASE_URL` is the colony's database here). */
 export const outboxRelayEnv = {
@@ -29,16 +29,7 @@ export const outboxRelayEnv = {
 };
 
 async function main(): Promise<void> {
-  let cfg;
-  try {
-    cfg = readEnv(outboxRelayEnv, process.env);
-  } catch (err) {
-    if (err instanceof ConfigError) {
-      console.error(`outbox-relay: ${err.message}`);
-      process.exit(2);
-    }
-    throw err;
-  }
+  const cfg = readEnv(outboxRelayEnv, process.env);
   const logger = jsonLogger('outbox-relay', cfg.LOG_LEVEL);
   const pool = new pg.Pool({ connectionString: cfg.DATABASE_URL, max: 3 });
   pool.on('error', (err) => logger.warn('idle database connection failed', { error: err.message }));
@@ -56,20 +47,10 @@ async function main(): Promise<void> {
     retencaoMs: cfg.OUTBOX_RETENTION_MS,
   });
   logger.info('outbox relay running', { schema: cfg.OUTBOX_SCHEMA });
-  const stop = (): void =>
-    void bus
-      .encerrar()
-      .then(() => pool.end())
-      .then(() => process.exit(0));
-  process.once('SIGTERM', stop);
-  process.once('SIGINT', stop);
-}
-
-if (require.main === module) {
-  main().catch((err: unknown) => {
-    console.error(
-      JSON.stringify({ level: 'error', component: 'outbox-relay', msg: 'fatal', error: (err as Error).message }),
-    );
-    process.exit(1);
+  onShutdown(logger, async () => {
+    await bus.encerrar();
+    await pool.end();
   });
 }
+
+if (require.main === module) runMain('outbox-relay', main);

@@ -3,9 +3,9 @@ import { SchemaCatalog } from './catalog';
 import type { EventoConsultado, PublicarEventoDto } from './contract';
 import { ConfirmationTimeoutError, FeromoniosError } from './errors';
 import { LogConfirmations } from './log-confirmations';
-import { escreverNoOutbox, eventoDoOutbox, type TransacaoColonia } from './outbox';
+import { escreverNoOutbox, type TransacaoColonia } from './outbox';
 import { OutboxRelay, type OpcoesRelayOutbox } from './outbox-relay';
-import { validarEvento } from './validation';
+import { eventoValidado, validarEvento } from './validation';
 import { jsonLogger, type Logger } from './logger';
 import { SdkMetrics } from './metrics';
 import { resolveOptions, type EventBusInput, type EventBusOptions } from './options';
@@ -175,7 +175,7 @@ export class EventBus {
       );
     const v = validarEvento(dto, this.catalog);
     await escreverNoOutbox(trx, schema, v);
-    return eventoDoOutbox(v);
+    return eventoValidado(v); // in the outbox, not in Kafka yet: no position
   }
 
   /**

@@ -1,6 +1,4 @@
-import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import path from 'node:path';
 import knexFactory from 'knex';
 import type { EventoConsultado } from './contract';
 import { ConfirmationTimeoutError, PublishValidationError } from './errors';
@@ -11,12 +9,12 @@ import {
   createTestDatabase,
   readTopic,
   registerCleanup,
-  serviceEnv,
   topicMessageCount,
   waitFor,
   type TestDatabase,
 } from '../test/harness';
 import { startTestBridge } from '../test/harness/bridge';
+import { spawnTs } from '../test/harness/spawn';
 import { createTestBus } from '../test/harness/bus';
 
 const categorizada = (patch: Record<string, unknown> = {}) => ({
@@ -175,29 +173,16 @@ describe('transactional outbox and relay (seed 003 §6)', () => {
     const logBefore = await count(core, 'SELECT count(*) AS n FROM core.event_log');
     const kafkaBefore = await topicMessageCount(topic());
 
-    const root = path.resolve(__dirname, '..');
-    const child = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'scripts', 'outbox-relay.ts')], {
-      cwd: root,
-      env: {
-        ...process.env,
-        KAFKA_BROKERS: serviceEnv().brokers.join(','),
-        SCHEMA_REGISTRY_URL: serviceEnv().registryUrl,
-        DATABASE_URL: colony.url,
-        FEROMONIOS_TOPIC_NAMESPACE: bus.topics.namespace,
-        OUTBOX_SCHEMA: 'd3',
-        OUTBOX_BATCH_SIZE: '100',
-        LOG_LEVEL: 'warn',
-      },
-      stdio: 'ignore',
-    });
-    const exited = new Promise((resolve) => child.once('exit', resolve));
-    registerCleanup(async () => {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-      await exited;
+    const relayProcess = spawnTs('scripts/outbox-relay.ts', {
+      DATABASE_URL: colony.url,
+      FEROMONIOS_TOPIC_NAMESPACE: bus.topics.namespace,
+      OUTBOX_SCHEMA: 'd3',
+      OUTBOX_BATCH_SIZE: '100',
+      LOG_LEVEL: 'warn',
     });
     await waitFor(async () => (await topicMessageCount(topic())) > kafkaBefore + 300, { timeoutMs: 60_000 });
-    child.kill('SIGKILL');
-    await exited;
+    relayProcess.child.kill('SIGKILL');
+    await relayProcess.exited;
     const pendingAfterKill = await count(
       colony,
       'SELECT count(*) AS n FROM d3.feromonios_outbox WHERE publicado_em IS NULL',

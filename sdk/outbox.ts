@@ -1,5 +1,4 @@
 import type pg from 'pg';
-import type { EventoConsultado } from './contract';
 import { ConfigError } from './errors';
 import type { EventoValidado } from './validation';
 
@@ -101,20 +100,4 @@ export async function escreverNoOutbox(trx: TransacaoColonia, schema: string, v:
     ],
   );
   await exec(trx, `SELECT pg_notify($1, $2)`, [OUTBOX_CHANNEL, schema]);
-}
-
-/** The `EventoConsultado` of an event written to the outbox (not in Kafka yet: no position). */
-export function eventoDoOutbox(v: EventoValidado): EventoConsultado {
-  return {
-    sequence_number: null,
-    event_id: v.event_id,
-    tipo: v.tipo,
-    versao_schema: v.versao_schema,
-    timestamp: v.timestamp,
-    origem: v.origem,
-    correlacao_id: v.correlacao_id,
-    causation_id: v.causation_id,
-    payload: v.payload,
-    criado_em: null,
-  };
 }

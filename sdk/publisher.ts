@@ -15,7 +15,7 @@ import type { SchemaCatalog } from './catalog';
 import type { SchemaIdResolver } from './schema-ids';
 import { ensureTopics, withAdmin, type TopicNames, type TopicSettings } from './topics';
 import { endSpan, startProducerSpan, traceparentOf } from './tracing';
-import { validarEvento, type EventoValidado } from './validation';
+import { eventoValidado, validarEvento, type EventoValidado } from './validation';
 import { buildHeaders, encodeValue } from './wire-format';
 
 interface QueuedSend {
@@ -76,7 +76,7 @@ export class Publisher {
           'feromonios.event_id': v.event_id,
         }),
       );
-      const out = validados.map((v) => this.toEvento(v));
+      const out = validados.map((v) => eventoValidado(v));
       try {
         await this.withDeadline(async () => {
           const planned = validados.map((v, i) => this.plan(v, ids[i] as number, traceparentOf(spans[i] as Span)));
@@ -299,21 +299,6 @@ export class Publisher {
     } finally {
       clearTimeout(timer);
     }
-  }
-
-  private toEvento(v: EventoValidado): EventoConsultado {
-    return {
-      sequence_number: null,
-      event_id: v.event_id,
-      tipo: v.tipo,
-      versao_schema: v.versao_schema,
-      timestamp: v.timestamp,
-      origem: v.origem,
-      correlacao_id: v.correlacao_id,
-      causation_id: v.causation_id,
-      payload: v.payload,
-      criado_em: null,
-    };
   }
 
   private observe(vs: EventoValidado[], started: bigint, result: string): void {

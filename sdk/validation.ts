@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { SchemaCatalog, VersaoCatalogada } from './catalog';
-import type { PublicarEventoDto } from './contract';
+import type { EventoConsultado, PublicarEventoDto } from './contract';
 import { PublishValidationError, SchemaValidationError } from './errors';
 
 /** Largest payload accepted, in bytes of JSON (seed 6.2: 1 MB). */
@@ -164,5 +164,21 @@ export function validarEvento(
     payload: payload as Record<string, unknown>,
     payloadJson,
     versao,
+  };
+}
+
+/** The `EventoConsultado` of a validated event not yet in the log (no sequence, no position). */
+export function eventoValidado(v: EventoValidado): EventoConsultado {
+  return {
+    sequence_number: null,
+    event_id: v.event_id,
+    tipo: v.tipo,
+    versao_schema: v.versao_schema,
+    timestamp: v.timestamp,
+    origem: v.origem,
+    correlacao_id: v.correlacao_id,
+    causation_id: v.causation_id,
+    payload: v.payload,
+    criado_em: null,
   };
 }

@@ -1,17 +1,15 @@
-import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import path from 'node:path';
 import { ensurePostgres, stopLocalPostgres } from '../../infra/postgres';
 import { startRegistry, stopRegistry } from '../../infra/registry';
 import { criarTabelaInbox, type EventBus, type PublicarEventoDto } from '../../sdk';
 import { SAMPLE_PAYLOADS } from '../../sdk/testing';
 import { createTestDatabase, registerCleanup, serviceEnv, waitFor, type TestDatabase } from '../harness';
+import { spawnTs } from '../harness/spawn';
 import { operatorToken, TEST_JWT_SECRET } from '../harness/audit';
 import { spawnBridge, startTestBridge } from '../harness/bridge';
 import { createTestBus } from '../harness/bus';
 import { clusterBus, createEffects, effectCounts, logCoverage, report, size } from './scenario';
 
-const root = path.resolve(__dirname, '..', '..');
 const local =
   serviceEnv().registryUrl.startsWith('http://127.0.0.1:8081/') && serviceEnv().databaseUrl.includes('127.0.0.1:5432');
 const describeLocal = local ? describe : describe.skip;
@@ -22,28 +20,6 @@ const categorizada = (): PublicarEventoDto => ({
   correlacao_id: randomUUID(),
   payload: { ...SAMPLE_PAYLOADS['demanda.categorizada'] },
 });
-
-function spawnProcess(script: string, env: Record<string, string>) {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(root, script)], {
-    cwd: root,
-    env: {
-      ...process.env,
-      KAFKA_BROKERS: serviceEnv().brokers.join(','),
-      SCHEMA_REGISTRY_URL: serviceEnv().registryUrl,
-      ...env,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr.on('data', (d: Buffer) => (out += d.toString()));
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  registerCleanup(async () => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-    await exited;
-  });
-  return { child, exited, output: () => out };
-}
 
 const countLog = async (db: TestDatabase): Promise<number> =>
   Number((await db.pool.query<{ n: string }>('SELECT count(*) AS n FROM core.event_log')).rows[0]?.n);
@@ -116,7 +92,7 @@ describe('processes that really die', () => {
       const db = await createTestDatabase();
       const bridge = spawnBridge(bus, db);
       const port = 19200 + Math.floor(Math.random() * 90);
-      const api = spawnProcess('audit-api/main.ts', {
+      const api = spawnTs('audit-api/main.ts', {
         DATABASE_URL: db.url,
         AUDIT_JWT_SECRET: TEST_JWT_SECRET,
         AUDIT_API_PORT: String(port),
@@ -213,8 +189,8 @@ describe('processes that really die', () => {
       COLONY: 'F-5',
       FEROMONIOS_TOPIC_NAMESPACE: bus.topics.namespace,
     };
-    const a = spawnProcess('test/faults/colony-process.ts', env);
-    const b = spawnProcess('test/faults/colony-process.ts', env);
+    const a = spawnTs('test/faults/colony-process.ts', env);
+    const b = spawnTs('test/faults/colony-process.ts', env);
     await waitFor(() => a.output().includes('ready') && b.output().includes('ready'), { timeoutMs: 60_000 });
     const published: string[] = [];
     for (let i = 0; i < total; i += 100)

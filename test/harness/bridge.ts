@@ -1,10 +1,9 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import path from 'node:path';
 import pg from 'pg';
 import { Bridge, type BridgeOptions } from '../../bridge/bridge';
 import { BridgeMetrics } from '../../bridge/metrics';
 import { silentLogger, type EventBus } from '../../sdk';
 import { registerCleanup, serviceEnv, type TestDatabase } from './index';
+import { spawnTs, type SpawnedProcess } from './spawn';
 
 export const TEST_REDACTION_KEY = 'test-only-redaction-key-0123456789abcdef';
 
@@ -54,47 +53,20 @@ export async function logRows(
   return rows;
 }
 
-export interface BridgeProcess {
-  child: ChildProcess;
-  /** Resolves with the exit code (or the signal name) when the process ends. */
-  exited: Promise<number | string>;
-  output: () => string;
-}
+export type BridgeProcess = SpawnedProcess;
 
 let nextPort = 19500 + Math.floor(Math.random() * 400);
 
 /** Runs `bridge/main.ts` as a real process (kill -9 tests, SIGTERM tests); killed at file end. */
 export function spawnBridge(bus: EventBus, db: TestDatabase, env: Record<string, string> = {}): BridgeProcess {
-  const root = path.resolve(__dirname, '..', '..');
-  // `node --import tsx` (not the tsx CLI, which forks): the pid is the bridge itself, so kill -9 kills it.
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'bridge', 'main.ts')], {
-    cwd: root,
-    env: {
-      ...process.env,
-      KAFKA_BROKERS: serviceEnv().brokers.join(','),
-      SCHEMA_REGISTRY_URL: serviceEnv().registryUrl,
-      DATABASE_URL: db.url,
-      FEROMONIOS_TOPIC_NAMESPACE: bus.topics.namespace,
-      BRIDGE_GROUP_ID: `${bus.topics.namespace}-bridge`,
-      BRIDGE_REDACTION_KEY: TEST_REDACTION_KEY,
-      BRIDGE_PORT: String(nextPort++),
-      BRIDGE_TOPIC_REFRESH_MS: '1000',
-      LOG_LEVEL: 'warn',
-      ...env,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
+  return spawnTs('bridge/main.ts', {
+    DATABASE_URL: db.url,
+    FEROMONIOS_TOPIC_NAMESPACE: bus.topics.namespace,
+    BRIDGE_GROUP_ID: `${bus.topics.namespace}-bridge`,
+    BRIDGE_REDACTION_KEY: TEST_REDACTION_KEY,
+    BRIDGE_PORT: String(nextPort++),
+    BRIDGE_TOPIC_REFRESH_MS: '1000',
+    LOG_LEVEL: 'warn',
+    ...env,
   });
-  let out = '';
-  child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr?.on('data', (d: Buffer) => (out += d.toString()));
-  const exited = new Promise<number | string>((resolve) =>
-    child.once('exit', (code, signal) => resolve(code ?? signal ?? -1)),
-  );
-  registerCleanup(async () => {
-    if (child.exitCode === null && child.signalCode === null) {
-      child.kill('SIGKILL');
-      await exited;
-    }
-  });
-  return { child, exited, output: () => out };
 }
