@@ -6,6 +6,7 @@ import { readDeadLetterOriginals } from './dlq-topic-reader';
 import { FeromoniosError } from './errors';
 import type { Logger } from './logger';
 import type { SdkMetrics } from './metrics';
+import { eventoDoLog, type LogRow } from './event-log-reader';
 import { reprocessMessage, REPROCESS_HEADERS } from './reprocessing';
 import type { SchemaIdResolver } from './schema-ids';
 import type { TopicNames } from './topics';
@@ -67,19 +68,8 @@ export interface FiltrosReprocessamentos {
   deslocamento?: number;
 }
 
-interface Claimed {
-  event_id: string;
-  handler_nome: string | null;
-  sequence_number: string;
-  tipo: string;
-  versao_schema: string;
-  timestamp: Date;
-  origem: string;
-  correlacao_id: string | null;
-  causation_id: string | null;
-  payload: Record<string, unknown>;
-  criado_em: Date;
-}
+/** A claimed DLQ entry with its log row. */
+type Claimed = LogRow & { handler_nome: string | null };
 
 const LOCK_NAMESPACE = 0x646c7172; // 'dlqr'
 
@@ -297,22 +287,11 @@ export class DlqReprocessor {
     if (!versao)
       throw new FeromoniosError('UNKNOWN_VERSION', `Tipo '${c.tipo}' não tem schema na versão '${c.versao_schema}'`);
     const schemaId = await this.d.schemaIds.idOf(versao);
-    return reprocessMessage(
-      {
-        event_id: c.event_id,
-        tipo: c.tipo,
-        versao_schema: c.versao_schema,
-        timestamp: c.timestamp.toISOString(),
-        origem: c.origem,
-        correlacao_id: c.correlacao_id,
-        causation_id: c.causation_id,
-        payload: c.payload,
-        sequence_number: BigInt(c.sequence_number),
-        criado_em: c.criado_em.toISOString(),
-      },
-      schemaId,
-      { redigido: true, pedido, ...(c.handler_nome ? { manipulador: c.handler_nome } : {}) },
-    );
+    return reprocessMessage(eventoDoLog(c), schemaId, {
+      redigido: true,
+      pedido,
+      ...(c.handler_nome ? { manipulador: c.handler_nome } : {}),
+    });
   }
 }
 

@@ -59,7 +59,8 @@ export const MAX_LOTES_REPLAY = 100;
 const COLUMNS = `sequence_number::text AS sequence_number, event_id::text AS event_id, tipo, versao_schema, timestamp, origem,
   correlacao_id::text AS correlacao_id, causation_id::text AS causation_id, payload, criado_em`;
 
-interface Row {
+/** A `core.event_log` row as the reads select it (`sequence_number` and uuids as text). */
+export interface LogRow {
   sequence_number: string;
   event_id: string;
   tipo: string;
@@ -72,7 +73,8 @@ interface Row {
   criado_em: Date;
 }
 
-const toEvento = (r: Row): EventoDoLog => ({
+/** A selected log row as the SDK returns it. */
+export const eventoDoLog = (r: LogRow): EventoDoLog => ({
   sequence_number: BigInt(r.sequence_number),
   event_id: r.event_id,
   tipo: r.tipo,
@@ -142,18 +144,20 @@ export class EventLogReader {
     const w = where.length ? `WHERE ${where.join(' AND ')}` : '';
     const [count, rows] = await Promise.all([
       this.pool.query<{ n: string }>(`SELECT count(*) AS n FROM core.event_log ${w}`, params),
-      this.pool.query<Row>(
+      this.pool.query<LogRow>(
         `SELECT ${COLUMNS} FROM core.event_log ${w} ORDER BY event_log.sequence_number LIMIT $${params.length + 1} OFFSET $${params.length + 2}`,
         [...params, limite, deslocamento],
       ),
     ]);
-    return { linhas: rows.rows.map(toEvento), total: Number(count.rows[0]?.n ?? 0), limite, deslocamento };
+    return { linhas: rows.rows.map(eventoDoLog), total: Number(count.rows[0]?.n ?? 0), limite, deslocamento };
   }
 
   async obterEventoPorId(eventId: string): Promise<EventoDoLog | null> {
     if (!isUuid(eventId)) return null;
-    const { rows } = await this.pool.query<Row>(`SELECT ${COLUMNS} FROM core.event_log WHERE event_id = $1`, [eventId]);
-    return rows[0] ? toEvento(rows[0]) : null;
+    const { rows } = await this.pool.query<LogRow>(`SELECT ${COLUMNS} FROM core.event_log WHERE event_id = $1`, [
+      eventId,
+    ]);
+    return rows[0] ? eventoDoLog(rows[0]) : null;
   }
 
   /**
@@ -190,13 +194,13 @@ export class EventLogReader {
     for (;;) {
       const params: unknown[] = [cursor, LOTE_REPLAY];
       const filtro = tipos && tipos.length > 0 ? (params.push(tipos), 'AND tipo = ANY($3::text[])') : '';
-      const { rows } = await this.pool.query<Row>(
+      const { rows } = await this.pool.query<LogRow>(
         `SELECT ${COLUMNS} FROM core.event_log WHERE sequence_number > $1::bigint ${filtro} ORDER BY event_log.sequence_number LIMIT $2`,
         params,
       );
       if (rows.length === 0) return;
-      yield rows.map(toEvento);
-      cursor = (rows.at(-1) as Row).sequence_number;
+      yield rows.map(eventoDoLog);
+      cursor = (rows.at(-1) as LogRow).sequence_number;
       if (rows.length < LOTE_REPLAY) return;
     }
   }
