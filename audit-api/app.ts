@@ -5,7 +5,7 @@ import type { EventBus } from '../sdk/event-bus';
 import { ThrottledError } from '../sdk/dlq-reprocessing';
 import type { Logger } from '../sdk/logger';
 import { AddressSet, clientAddress } from './client-address';
-import type { AuditConfig } from './config';
+import { tokenOptions, type AuditConfig } from './config';
 import type { AuditMetrics } from './metrics';
 import { OperatorAuth, type Operator } from './operator-auth';
 import { HttpProblem, problemHandler, sendProblem } from './problem';
@@ -54,12 +54,7 @@ export function createAuditApp(d: AuditAppDeps): express.Express {
   const allowed = new AddressSet(c.AUDIT_ALLOWED_CIDRS);
   const proxies = new AddressSet(c.AUDIT_TRUSTED_PROXY);
   const limiter = new RateLimiter(c.AUDIT_RATE_LIMIT_PER_MINUTE);
-  const auth = new OperatorAuth({
-    secret: c.AUDIT_JWT_SECRET,
-    issuer: c.AUDIT_JWT_ISSUER,
-    audience: c.AUDIT_JWT_AUDIENCE,
-    roles: c.AUDIT_OPERATOR_ROLES,
-  });
+  const auth = new OperatorAuth({ ...tokenOptions(c), roles: c.AUDIT_OPERATOR_ROLES });
 
   const app = express();
   app.disable('x-powered-by');

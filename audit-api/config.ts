@@ -40,3 +40,10 @@ export type AuditConfig = EnvValues<typeof auditEnv>;
 
 export const loadAuditConfig = (source: Record<string, string | undefined> = process.env): AuditConfig =>
   readEnv(auditEnv, source);
+
+/** The options `OperatorAuth` and `signOperatorToken` take, from a loaded configuration. */
+export const tokenOptions = (c: Pick<AuditConfig, 'AUDIT_JWT_SECRET' | 'AUDIT_JWT_ISSUER' | 'AUDIT_JWT_AUDIENCE'>) => ({
+  secret: c.AUDIT_JWT_SECRET,
+  issuer: c.AUDIT_JWT_ISSUER,
+  audience: c.AUDIT_JWT_AUDIENCE,
+});

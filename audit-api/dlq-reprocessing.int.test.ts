@@ -3,17 +3,9 @@ import type { ContextoEntrega } from '../sdk/subscriber';
 import { SAMPLE_PAYLOADS } from '../sdk/testing';
 import { createTestDatabase, testKafka, waitFor, type TestDatabase } from '../test/harness';
 import { operatorToken, startTestAuditApi, type TestAuditApi } from '../test/harness/audit';
-import { startTestBridge } from '../test/harness/bridge';
+import { dlqRow, startTestBridge } from '../test/harness/bridge';
 import { createTestBus } from '../test/harness/bus';
 import type { EventBus } from '../sdk';
-
-const dlqStatus = async (db: TestDatabase, eventId: string, colonia: string) =>
-  (
-    await db.pool.query<{ status: string; tentativas: number }>(
-      'SELECT status, tentativas FROM core.dead_letter_queue WHERE event_id = $1 AND colonia = $2',
-      [eventId, colonia],
-    )
-  ).rows[0];
 
 interface Audit {
   linhas: Array<{
@@ -62,7 +54,7 @@ describe('audit API: DLQ statistics, pending entries and audited reprocessing (s
         }),
       );
     await waitFor(async () => {
-      const states = await Promise.all(sent.map((e) => dlqStatus(db, e.event_id, 'D-5')));
+      const states = await Promise.all(sent.map((e) => dlqRow(db, e.event_id, 'D-5')));
       return states.every((s) => s?.status === 'pendente');
     });
     return sent;
@@ -94,7 +86,7 @@ describe('audit API: DLQ statistics, pending entries and audited reprocessing (s
     expect(result).toMatchObject({ colonia: 'D-5', reprocessados: 2, originais: 2, redigidos: 0, restantes: 0 });
 
     await waitFor(async () => {
-      const states = await Promise.all(sent.map((e) => dlqStatus(db, e.event_id, 'D-5')));
+      const states = await Promise.all(sent.map((e) => dlqRow(db, e.event_id, 'D-5')));
       return states.every((s) => s?.status === 'resolved');
     });
     expect(runs.map((r) => r.evento.event_id).sort()).toEqual(sent.map((e) => e.event_id).sort());
@@ -150,7 +142,7 @@ describe('audit API: DLQ statistics, pending entries and audited reprocessing (s
     runs.length = 0;
     const result = await bus.reprocessarPendentesDLQ('D-5', { solicitante: 'rotina-noturna' });
     expect(result).toMatchObject({ reprocessados: 1, originais: 0, redigidos: 1 });
-    await waitFor(async () => (await dlqStatus(db, sent!.event_id, 'D-5'))?.status === 'resolved');
+    await waitFor(async () => (await dlqRow(db, sent!.event_id, 'D-5'))?.status === 'resolved');
     expect(runs[0]!.ctx.reprocessamento?.redigido).toBe(true);
     expect(runs[0]!.evento.payload).not.toHaveProperty('cidadao_id');
     expect(JSON.stringify(runs[0]!.evento.payload)).not.toContain('Rua das Flores');

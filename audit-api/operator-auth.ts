@@ -1,4 +1,4 @@
-import { errors as joseErrors, jwtVerify, type JWTPayload } from 'jose';
+import { errors as joseErrors, jwtVerify, SignJWT, type JWTPayload } from 'jose';
 import { HttpProblem } from './problem';
 
 export interface OperatorAuthOptions {
@@ -80,4 +80,21 @@ function describe(err: unknown): string {
   if (err instanceof joseErrors.JWSSignatureVerificationFailed) return 'the token signature is invalid';
   if (err instanceof joseErrors.JWSInvalid || err instanceof joseErrors.JWTInvalid) return 'the token is malformed';
   return 'the token is not valid';
+}
+
+/**
+ * Signs an operator token this API accepts (the quick start's demo token, scripts, tests):
+ * `iss`/`aud` from the same options `OperatorAuth` verifies against, unless `claims` overrides
+ * them. `o.alg` exists so tests can sign what must be refused.
+ */
+export function signOperatorToken(
+  key: Pick<OperatorAuthOptions, 'secret' | 'issuer' | 'audience'>,
+  claims: JWTPayload & { sub?: string; papel?: string; roles?: string[] },
+  o: { expiresIn?: string | number; alg?: string } = {},
+): Promise<string> {
+  return new SignJWT({ iss: key.issuer, aud: key.audience, ...claims })
+    .setProtectedHeader({ alg: o.alg ?? 'HS256' })
+    .setIssuedAt()
+    .setExpirationTime(o.expiresIn ?? '1h')
+    .sign(new TextEncoder().encode(key.secret));
 }

@@ -2,10 +2,11 @@ import { spawn } from 'node:child_process';
 import type { AddressInfo } from 'node:net';
 import type http from 'node:http';
 import path from 'node:path';
-import { SignJWT } from 'jose';
 import type pg from 'pg';
 import { createAuditApp } from '../audit-api/app';
+import { loadAuditConfig, tokenOptions } from '../audit-api/config';
 import { AuditMetrics } from '../audit-api/metrics';
+import { signOperatorToken } from '../audit-api/operator-auth';
 import { silentLogger } from '../sdk';
 import { progress, type BenchContext } from './context';
 
@@ -54,19 +55,11 @@ export async function benchAuditApi(ctx: BenchContext): Promise<{ rows: number; 
     'SELECT event_id::text, correlacao_id::text, sequence_number::text AS s FROM core.event_log TABLESAMPLE SYSTEM (1) LIMIT 200',
   );
   const bus = await ctx.bus({ pool: db.pool });
+  const config = loadAuditConfig({ AUDIT_JWT_SECRET: SECRET, AUDIT_RATE_LIMIT_PER_MINUTE: '10000000' });
   const app = createAuditApp({
     bus,
     pool: db.pool,
-    config: {
-      AUDIT_JWT_SECRET: SECRET,
-      AUDIT_JWT_ISSUER: 'feromonios',
-      AUDIT_JWT_AUDIENCE: 'feromonios-audit',
-      AUDIT_OPERATOR_ROLES: ['operador'],
-      AUDIT_ALLOWED_CIDRS: ['127.0.0.1/32'],
-      AUDIT_TRUSTED_PROXY: [],
-      AUDIT_RATE_LIMIT_PER_MINUTE: 10_000_000,
-      AUDIT_REPROCESS_INTERVAL_SECONDS: 60,
-    },
+    config,
     logger: silentLogger,
     metrics: new AuditMetrics(),
   });
@@ -74,12 +67,7 @@ export async function benchAuditApi(ctx: BenchContext): Promise<{ rows: number; 
     const s = app.listen(0, '127.0.0.1', () => resolve(s));
   });
   const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const token = await new SignJWT({ sub: 'bench', papel: 'operador' })
-    .setProtectedHeader({ alg: 'HS256' })
-    .setIssuer('feromonios')
-    .setAudience('feromonios-audit')
-    .setExpirationTime('1h')
-    .sign(new TextEncoder().encode(SECRET));
+  const token = await signOperatorToken(tokenOptions(config), { sub: 'bench', papel: 'operador' });
 
   const rows = sample.rows;
   const pick = <T>(f: (r: (typeof rows)[number], i: number) => T): T[] => rows.map(f);

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { createTestDatabase, waitFor } from '../test/harness';
 import { createTestBus } from '../test/harness/bus';
-import { spawnBridge } from '../test/harness/bridge';
+import { spawnBridge, startLogPollers } from '../test/harness/bridge';
 import { SAMPLE_PAYLOADS } from '../sdk/testing';
 import type { PublicarEventoDto } from '../sdk';
 
@@ -20,21 +20,7 @@ describe('the global sequence readers can trust', () => {
     const b = spawnBridge(bus, db, small);
 
     // Concurrent readers, each with its own cursor, recording every row it saw.
-    let reading = true;
-    const readers = [0, 1, 2].map(async () => {
-      const seen: string[] = [];
-      let cursor = 0n;
-      while (reading) {
-        const { rows } = await db.pool.query<{ s: string }>(
-          'SELECT sequence_number::text AS s FROM core.event_log WHERE sequence_number > $1 ORDER BY sequence_number LIMIT 200',
-          [cursor.toString()],
-        );
-        for (const r of rows) seen.push(r.s);
-        if (rows.length > 0) cursor = BigInt(rows.at(-1)!.s);
-        else await new Promise((r) => setTimeout(r, 5));
-      }
-      return seen;
-    });
+    const pollers = startLogPollers(db, 3);
 
     const published: string[] = TYPES.map(() => '');
     published.length = 0;
@@ -65,8 +51,7 @@ describe('the global sequence readers can trust', () => {
     const max = finalRows.at(-1)!.s;
     // let every reader reach the end, then stop them
     await new Promise((r) => setTimeout(r, 500));
-    reading = false;
-    const seen = await Promise.all(readers);
+    const seen = await pollers.stop();
     const final = finalRows.map((r) => r.s);
     for (const s of seen) {
       expect(s.at(-1)).toBe(max);

@@ -4,6 +4,7 @@
  * (.env.example). Most colonies call `bus.iniciarRelayOutbox()` instead (docs/outbox.md).
  */
 import pg from 'pg';
+import { COLONY_SCHEMA_RE } from '../sdk/colony-schema';
 import { connectionEnv } from '../sdk/config';
 import { env, readEnv } from '../sdk/env';
 import { EventBus } from '../sdk/event-bus';
@@ -14,7 +15,7 @@ import { onShutdown, runMain } from '../sdk/process';
 export const outboxRelayEnv = {
   ...connectionEnv,
   OUTBOX_SCHEMA: env.string({
-    pattern: /^[a-z_][a-z0-9_]{0,62}$/,
+    pattern: COLONY_SCHEMA_RE,
     form: 'a lowercase PostgreSQL identifier',
     doc: "The colony's schema holding feromonios_outbox (DATABASE_URL is the colony's database).",
   }),

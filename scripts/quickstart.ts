@@ -7,10 +7,11 @@
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import type http from 'node:http';
-import { SignJWT } from 'jose';
 import pg from 'pg';
 import { Registry } from 'prom-client';
 import { createAuditApp } from '../audit-api/app';
+import { loadAuditConfig, tokenOptions } from '../audit-api/config';
+import { signOperatorToken } from '../audit-api/operator-auth';
 import { AuditMetrics } from '../audit-api/metrics';
 import { Bridge } from '../bridge/bridge';
 import { BridgeMetrics } from '../bridge/metrics';
@@ -129,7 +130,9 @@ async function main(): Promise<void> {
   log(`bridge metrics: http://127.0.0.1:${bridgePort}/metrics, readiness: http://127.0.0.1:${bridgePort}/ready`);
 
   // The audit API over the same database, with a demo operator token.
-  const secret = process.env.AUDIT_JWT_SECRET ?? `demo-only-${randomBytes(24).toString('hex')}`;
+  const auditConfig = loadAuditConfig({
+    AUDIT_JWT_SECRET: process.env.AUDIT_JWT_SECRET ?? `demo-only-${randomBytes(24).toString('hex')}`,
+  });
   const registry = new Registry();
   const auditBus = new EventBus({
     brokers,
@@ -143,29 +146,18 @@ async function main(): Promise<void> {
   const app = createAuditApp({
     bus: auditBus,
     pool,
-    config: {
-      AUDIT_JWT_SECRET: secret,
-      AUDIT_JWT_ISSUER: 'feromonios',
-      AUDIT_JWT_AUDIENCE: 'feromonios-audit',
-      AUDIT_OPERATOR_ROLES: ['operador', 'admin'],
-      AUDIT_ALLOWED_CIDRS: ['127.0.0.1/32', '::1/128'],
-      AUDIT_TRUSTED_PROXY: [],
-      AUDIT_RATE_LIMIT_PER_MINUTE: 600,
-      AUDIT_REPROCESS_INTERVAL_SECONDS: 60,
-    },
+    config: auditConfig,
     logger: jsonLogger('audit-api', 'warn'),
     metrics: new AuditMetrics(registry),
   });
   const auditServer = await new Promise<http.Server>((resolve, reject) => {
     const srv = app.listen(auditPort, '127.0.0.1', (err?: Error) => (err ? reject(err) : resolve(srv)));
   });
-  const token = await new SignJWT({ sub: 'operador-demo', papel: 'operador' })
-    .setProtectedHeader({ alg: 'HS256' })
-    .setIssuer('feromonios')
-    .setAudience('feromonios-audit')
-    .setIssuedAt()
-    .setExpirationTime('8h')
-    .sign(new TextEncoder().encode(secret));
+  const token = await signOperatorToken(
+    tokenOptions(auditConfig),
+    { sub: 'operador-demo', papel: 'operador' },
+    { expiresIn: '8h' },
+  );
   const traceUrl = `http://127.0.0.1:${auditPort}/api/events/trace/${correlacao_id}`;
   const res = await fetch(traceUrl, { headers: { authorization: `Bearer ${token}` } });
   const trace = (await res.json()) as { total: number; linhas: Array<{ sequence_number: string; tipo: string }> };

@@ -139,7 +139,7 @@ export class EventBus {
         return existing;
       }
     }
-    const evento = await this.publisher.publicar({ ...dto, event_id: v.event_id, timestamp: v.timestamp });
+    const [evento] = (await this.publisher.publicarValidados([v])) as [EventoConsultado];
     const row = await confirmations.aguardar(evento.event_id, timeoutMs);
     if (!row) {
       this.observeConfirmation(v.tipo, 'timeout', t0);
@@ -195,7 +195,7 @@ export class EventBus {
       { ...opcoes, pool, schema },
       {
         catalog: this.catalog,
-        publicarLote: (dtos) => this.publisher.publicarLote(dtos),
+        publicarValidados: (vs) => this.publisher.publicarValidados(vs),
         logger: this.logger,
         metrics: this.metrics,
       },

@@ -1,10 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { Kafka, logLevel } from 'kafkajs';
 import type pg from 'pg';
 import { criarTabelaInbox } from './inbox';
 import type { ManipuladorEvento } from './subscriber';
 import { SAMPLE_PAYLOADS } from './testing';
-import { createTestDatabase, serviceEnv, waitFor, type TestDatabase } from '../test/harness';
+import { createTestDatabase, testKafka, waitFor, type TestDatabase } from '../test/harness';
 import { createTestBus } from '../test/harness/bus';
 
 const categorizada = (event_id = randomUUID()) => ({
@@ -32,19 +31,30 @@ describe('the PostgreSQL inbox', () => {
       await (transacao as pg.PoolClient).query('INSERT INTO d13.efeitos VALUES ($1, $2)', [e.event_id, instancia]);
     };
 
-  it('processes an event published twice once, even across two instances with separate memory', async () => {
+  const inbox = () => ({ inbox: { pool: db.pool, schema: 'd13' } });
+  /** Instance `a` of colony D-13 handles one event through the inbox, then shuts down. */
+  const handledByFirstInstance = async () => {
     const a = await createTestBus();
     const runs: string[] = [];
-    a.inscrever('demanda.categorizada', 'D-13', handler('a', runs), { inbox: { pool: db.pool, schema: 'd13' } });
+    a.inscrever('demanda.categorizada', 'D-13', handler('a', runs), inbox());
     await a.inscricoesProntas();
     const dto = categorizada();
     await a.publicar(dto);
     await waitFor(() => runs.length === 1);
     await a.encerrar();
-
-    const b = await createTestBus({ namespace: a.topics.namespace });
-    b.inscrever('demanda.categorizada', 'D-13', handler('b', runs), { inbox: { pool: db.pool, schema: 'd13' } });
+    return { namespace: a.topics.namespace, topic: a.topics.evento('demanda.categorizada'), runs, dto };
+  };
+  /** Instance `b` of the same colony, in the same namespace, with the same inbox. */
+  const secondInstance = async (namespace: string, runs: string[]) => {
+    const b = await createTestBus({ namespace });
+    b.inscrever('demanda.categorizada', 'D-13', handler('b', runs), inbox());
     await b.inscricoesProntas();
+    return b;
+  };
+
+  it('processes an event published twice once, even across two instances with separate memory', async () => {
+    const { namespace, runs, dto } = await handledByFirstInstance();
+    const b = await secondInstance(namespace, runs);
     await b.publicar(dto); // the same event_id again (a publisher retry)
     await waitFor(async () => /result="duplicate"} 1/.test(await b.metrics.registry.metrics()));
     expect(await effects(dto.event_id)).toEqual(['a']);
@@ -65,7 +75,7 @@ describe('the PostgreSQL inbox', () => {
         ]);
         if (calls === 1) throw new Error('falha depois de escrever');
       },
-      { inbox: { pool: db.pool, schema: 'd13' }, backoffInicialMs: 10 },
+      { ...inbox(), backoffInicialMs: 10 },
     );
     await bus.inscricoesProntas();
     const dto = categorizada();
@@ -76,29 +86,16 @@ describe('the PostgreSQL inbox', () => {
   });
 
   it('drops the redelivery that follows a crash between the handler and the offset commit', async () => {
-    const a = await createTestBus();
-    const runs: string[] = [];
-    a.inscrever('demanda.categorizada', 'D-13', handler('a', runs), { inbox: { pool: db.pool, schema: 'd13' } });
-    await a.inscricoesProntas();
-    const dto = categorizada();
-    await a.publicar(dto);
-    await waitFor(() => runs.length === 1);
-    await a.encerrar();
+    const { namespace, topic, runs, dto } = await handledByFirstInstance();
     // As if the offset commit had been lost: rewind the colony's group to the beginning.
-    const admin = new Kafka({ clientId: 'rewind', brokers: serviceEnv().brokers, logLevel: logLevel.NOTHING }).admin();
-    await admin.connect();
-    const topic = a.topics.evento('demanda.categorizada');
+    const admin = await testKafka().admin();
     const low = await admin.fetchTopicOffsets(topic);
     await admin.setOffsets({
-      groupId: `${a.topics.namespace}.colonia.D-13`,
+      groupId: `${namespace}.colonia.D-13`,
       topic,
       partitions: low.map((p) => ({ partition: p.partition, offset: p.low })),
     });
-    await admin.disconnect();
-
-    const b = await createTestBus({ namespace: a.topics.namespace });
-    b.inscrever('demanda.categorizada', 'D-13', handler('b', runs), { inbox: { pool: db.pool, schema: 'd13' } });
-    await b.inscricoesProntas();
+    const b = await secondInstance(namespace, runs);
     await waitFor(async () => /result="duplicate"} 1/.test(await b.metrics.registry.metrics()), {
       message: 'redelivery seen and dropped',
     });

@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { ConfigError } from './errors';
+import { colonyTable } from './colony-schema';
 
 /**
  * The PostgreSQL inbox: a table in the colony's own schema recording which handler processed
@@ -15,16 +15,7 @@ export interface InboxOptions {
 
 export const INBOX_TABLE = 'feromonios_inbox';
 
-const SCHEMA_RE = /^[a-z_][a-z0-9_]{0,62}$/;
-
-export function inboxTable(schema: string): string {
-  if (!SCHEMA_RE.test(schema)) {
-    throw new ConfigError(`inbox.schema: expected a lowercase PostgreSQL identifier, got ${JSON.stringify(schema)}`, [
-      'inbox.schema',
-    ]);
-  }
-  return `${schema}.${INBOX_TABLE}`;
-}
+export const inboxTable = (schema: string): string => colonyTable(schema, INBOX_TABLE, 'inbox.schema');
 
 /** Creates the colony's schema (if needed) and its inbox table. Idempotent. */
 export async function criarTabelaInbox(pool: pg.Pool, schema: string): Promise<void> {

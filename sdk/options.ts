@@ -1,5 +1,6 @@
 import type { Pool } from 'pg';
 import type { Registry } from 'prom-client';
+import { COLONY_SCHEMA_RE } from './colony-schema';
 import { ConfigError } from './errors';
 import type { Logger } from './logger';
 import type { SchemaRegistry } from './registry';
@@ -94,7 +95,7 @@ export function resolveOptions(input: EventBusInput): EventBusOptions {
   };
   positive('publishTimeoutMs', o.publishTimeoutMs);
   positive('timeoutConfirmacaoMs', o.timeoutConfirmacaoMs);
-  if (o.outbox !== undefined && !/^[a-z_][a-z0-9_]{0,62}$/.test(String(o.outbox?.schema)))
+  if (o.outbox !== undefined && !COLONY_SCHEMA_RE.test(String(o.outbox?.schema)))
     problems.push(`outbox.schema: expected a lowercase PostgreSQL identifier, got ${JSON.stringify(o.outbox?.schema)}`);
   positive('registryTimeoutMs', o.registryTimeoutMs);
   positive('registryRetries', o.registryRetries, 0);

@@ -5,7 +5,7 @@ import { FeromoniosError, isRetriable } from './errors';
 import type { Logger } from './logger';
 import type { SdkMetrics } from './metrics';
 import { OUTBOX_CHANNEL, OUTBOX_TABLE, outboxTable } from './outbox';
-import { validarEvento } from './validation';
+import { validarEvento, type EventoValidado } from './validation';
 
 /** Options of the outbox relay. Every duration is in milliseconds. */
 export interface OpcoesRelayOutbox {
@@ -32,7 +32,7 @@ export const defaultOpcoesRelayOutbox = {
 
 export interface RelayDeps {
   catalog: SchemaCatalog;
-  publicarLote(dtos: PublicarEventoDto[]): Promise<EventoConsultado[]>;
+  publicarValidados(validados: EventoValidado[]): Promise<EventoConsultado[]>;
   logger: Logger;
   metrics: SdkMetrics;
 }
@@ -136,19 +136,17 @@ export class OutboxRelay {
         await client.query('COMMIT');
         return 0;
       }
-      const good: Array<{ row: Row; dto: PublicarEventoDto }> = [];
+      const good: Array<{ row: Row; evento: EventoValidado }> = [];
       const poison: Array<{ row: Row; erro: string }> = [];
       for (const row of rows) {
-        const dto = toDto(row);
         try {
-          validarEvento(dto, this.d.catalog);
-          good.push({ row, dto });
+          good.push({ row, evento: validarEvento(toDto(row), this.d.catalog) });
         } catch (err) {
           poison.push({ row, erro: (err as Error).message });
         }
       }
       try {
-        if (good.length > 0) await this.d.publicarLote(good.map((g) => g.dto));
+        if (good.length > 0) await this.d.publicarValidados(good.map((g) => g.evento));
       } catch (err) {
         await client.query('ROLLBACK');
         await this.o.pool

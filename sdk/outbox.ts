@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { colonyTable } from './colony-schema';
 import { ConfigError } from './errors';
 import type { EventoValidado } from './validation';
 
@@ -11,16 +12,7 @@ export const OUTBOX_TABLE = 'feromonios_outbox';
 /** LISTEN/NOTIFY channel that wakes the relay on commit (its payload is the schema). */
 export const OUTBOX_CHANNEL = 'feromonios_outbox';
 
-const SCHEMA_RE = /^[a-z_][a-z0-9_]{0,62}$/;
-
-export function outboxTable(schema: string): string {
-  if (!SCHEMA_RE.test(schema)) {
-    throw new ConfigError(`outbox.schema: expected a lowercase PostgreSQL identifier, got ${JSON.stringify(schema)}`, [
-      'outbox.schema',
-    ]);
-  }
-  return `${schema}.${OUTBOX_TABLE}`;
-}
+export const outboxTable = (schema: string): string => colonyTable(schema, OUTBOX_TABLE, 'outbox.schema');
 
 /** Creates the colony's schema (if needed) and its outbox table with its indexes. Idempotent. */
 export async function criarTabelaOutbox(pool: pg.Pool, schema: string): Promise<void> {

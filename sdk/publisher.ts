@@ -62,12 +62,26 @@ export class Publisher {
    * Then produces all in one request per broker, in order within each partition.
    */
   async publicarLote(dtos: PublicarEventoDto[], batch = true): Promise<EventoConsultado[]> {
-    const started = process.hrtime.bigint();
-    let validados: EventoValidado[] = [];
+    let validados: EventoValidado[];
     try {
       if (!Array.isArray(dtos))
         throw new PublishValidationError('INVALID_FIELD', 'field', 'publicarLote expects an array of events');
       validados = dtos.map((dto, i) => validarEvento(dto, this.d.catalog, batch ? i : undefined));
+    } catch (err) {
+      this.refused(err, Array.isArray(dtos) ? dtos[0] : undefined, 1);
+      throw err;
+    }
+    return this.publicarValidados(validados);
+  }
+
+  /**
+   * Produces events `validarEvento` already accepted (confirmed publishing and the outbox relay
+   * validate first for their own reasons): same encoding, topics, batching and deadline, no
+   * second validation.
+   */
+  async publicarValidados(validados: EventoValidado[]): Promise<EventoConsultado[]> {
+    const started = process.hrtime.bigint();
+    try {
       const ids = await Promise.all(validados.map((v) => this.d.schemaIds.idOf(v.versao)));
       const spans = validados.map((v) =>
         startProducerSpan(`publicar ${v.tipo}`, {
@@ -106,21 +120,28 @@ export class Publisher {
         });
       return out;
     } catch (err) {
-      const code = err instanceof FeromoniosError ? err.code : 'BROKER_UNAVAILABLE';
-      const first =
-        validados[0] ?? (Array.isArray(dtos) ? (dtos[0] as Partial<PublicarEventoDto> | undefined) : undefined);
-      this.d.metrics.published.inc(
-        { tipo: labelOf(first?.tipo), origem: labelOf(first?.origem), result: code },
-        Math.max(1, validados.length),
-      );
-      this.d.logger.warn('publicação recusada', {
-        code,
-        error: (err as Error).message,
-        event_id: first?.event_id,
-        tipo: first?.tipo,
-      });
+      this.refused(err, validados[0], validados.length);
       throw err;
     }
+  }
+
+  /** Counts and logs a refused publish (validation or broker), labelled by its first event. */
+  private refused(
+    err: unknown,
+    first: { tipo?: unknown; origem?: unknown; event_id?: unknown } | undefined,
+    events: number,
+  ): void {
+    const code = err instanceof FeromoniosError ? err.code : 'BROKER_UNAVAILABLE';
+    this.d.metrics.published.inc(
+      { tipo: labelOf(first?.tipo), origem: labelOf(first?.origem), result: code },
+      Math.max(1, events),
+    );
+    this.d.logger.warn('publicação recusada', {
+      code,
+      error: (err as Error).message,
+      event_id: first?.event_id,
+      tipo: first?.tipo,
+    });
   }
 
   /**

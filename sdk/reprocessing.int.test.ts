@@ -2,16 +2,10 @@ import type { EventoConsultado } from './contract';
 import { SAMPLE_PAYLOADS } from './testing';
 import { createTestDatabase, waitFor, type TestDatabase } from '../test/harness';
 import { createTestBus } from '../test/harness/bus';
-import { startTestBridge } from '../test/harness/bridge';
+import { dlqRow, startTestBridge } from '../test/harness/bridge';
 import type { EventBus } from './index';
 
-const dlq = async (db: TestDatabase, eventId: string) =>
-  (
-    await db.pool.query<{ status: string; tentativas: number; resolvido_em: Date | null }>(
-      'SELECT status, tentativas, resolvido_em FROM core.dead_letter_queue WHERE event_id = $1',
-      [eventId],
-    )
-  ).rows[0];
+const dlq = (db: TestDatabase, eventId: string) => dlqRow(db, eventId);
 
 describe('reprocessing a colony’s dead letters', () => {
   let bus: EventBus;

@@ -6,7 +6,7 @@ import { SAMPLE_PAYLOADS } from '../../sdk/testing';
 import { createTestDatabase, registerCleanup, serviceEnv, waitFor, type TestDatabase } from '../harness';
 import { spawnTs } from '../harness/spawn';
 import { operatorToken, TEST_JWT_SECRET } from '../harness/audit';
-import { spawnBridge, startTestBridge } from '../harness/bridge';
+import { spawnBridge, startLogPollers, startTestBridge } from '../harness/bridge';
 import { createTestBus } from '../harness/bus';
 import { clusterBus, createEffects, effectCounts, logCoverage, report, size } from './scenario';
 
@@ -33,21 +33,7 @@ describe('processes that really die', () => {
     const small = { BRIDGE_BATCH_SIZE: '50', BRIDGE_FLUSH_INTERVAL_MS: '20', BRIDGE_FAULT_COMMIT_JITTER_MS: '10' };
     let a = spawnBridge(bus, db, small);
     const b = spawnBridge(bus, db, small);
-    let reading = true;
-    const readers = [0, 1].map(async () => {
-      const seen: string[] = [];
-      let cursor = 0n;
-      while (reading) {
-        const { rows } = await db.pool.query<{ s: string }>(
-          'SELECT sequence_number::text AS s FROM core.event_log WHERE sequence_number > $1 ORDER BY sequence_number LIMIT 500',
-          [cursor.toString()],
-        );
-        for (const r of rows) seen.push(r.s);
-        if (rows.length > 0) cursor = BigInt(rows.at(-1)!.s);
-        else await new Promise((r) => setTimeout(r, 5));
-      }
-      return seen;
-    });
+    const pollers = startLogPollers(db, 2);
     const published: string[] = [];
     for (let i = 0; i < total; i += 100) {
       published.push(...(await bus.publicarLote(Array.from({ length: 100 }, categorizada))).map((e) => e.event_id));
@@ -63,8 +49,7 @@ describe('processes that really die', () => {
       message: 'every published event in the log',
     });
     await new Promise((r) => setTimeout(r, 500));
-    reading = false;
-    const seen = await Promise.all(readers);
+    const seen = await pollers.stop();
     const { rows } = await db.pool.query<{ s: string }>(
       'SELECT sequence_number::text AS s FROM core.event_log ORDER BY sequence_number',
     );

@@ -1,24 +1,20 @@
 import type { AddressInfo } from 'node:net';
 import type http from 'node:http';
-import { SignJWT, type JWTPayload } from 'jose';
+import type { JWTPayload } from 'jose';
 import { createAuditApp, type AuditAppConfig } from '../../audit-api/app';
+import { loadAuditConfig, tokenOptions } from '../../audit-api/config';
 import { AuditMetrics } from '../../audit-api/metrics';
+import { signOperatorToken } from '../../audit-api/operator-auth';
 import type { EventBus } from '../../sdk';
 import { jsonLogger } from '../../sdk/logger';
 import { registerCleanup, type TestDatabase } from './index';
 
 export const TEST_JWT_SECRET = 'test-only-audit-jwt-secret-0123456789abcdef';
 
-export const defaultTestAuditConfig: AuditAppConfig = {
+export const defaultTestAuditConfig: AuditAppConfig = loadAuditConfig({
   AUDIT_JWT_SECRET: TEST_JWT_SECRET,
-  AUDIT_JWT_ISSUER: 'feromonios',
-  AUDIT_JWT_AUDIENCE: 'feromonios-audit',
-  AUDIT_OPERATOR_ROLES: ['operador', 'admin'],
-  AUDIT_ALLOWED_CIDRS: ['127.0.0.1/32', '::1/128'],
-  AUDIT_TRUSTED_PROXY: [],
-  AUDIT_RATE_LIMIT_PER_MINUTE: 10_000,
-  AUDIT_REPROCESS_INTERVAL_SECONDS: 60,
-};
+  AUDIT_RATE_LIMIT_PER_MINUTE: '10000',
+});
 
 export interface TestAuditApi {
   url: string;
@@ -29,15 +25,15 @@ export interface TestAuditApi {
 }
 
 /** An operator token for the test API (claims overridable; `exp` one hour ahead). */
-export async function operatorToken(
+export function operatorToken(
   claims: JWTPayload = {},
   o: { secret?: string; alg?: string; expiresIn?: string | number } = {},
 ): Promise<string> {
-  return new SignJWT({ sub: 'operador-42', papel: 'operador', iss: 'feromonios', aud: 'feromonios-audit', ...claims })
-    .setProtectedHeader({ alg: o.alg ?? 'HS256' })
-    .setIssuedAt()
-    .setExpirationTime(o.expiresIn ?? '1h')
-    .sign(new TextEncoder().encode(o.secret ?? TEST_JWT_SECRET));
+  return signOperatorToken(
+    { ...tokenOptions(defaultTestAuditConfig), secret: o.secret ?? TEST_JWT_SECRET },
+    { sub: 'operador-42', papel: 'operador', ...claims },
+    o,
+  );
 }
 
 /** The audit API in process, on an ephemeral port, over the bus and the test database; closed at file end. */

@@ -70,3 +70,44 @@ export function spawnBridge(bus: EventBus, db: TestDatabase, env: Record<string,
     ...env,
   });
 }
+
+/**
+ * `n` readers polling `sequence_number > cursor` as colonies do, each with its own cursor;
+ * `stop()` ends them and returns every sequence_number each one saw, in the order it saw them.
+ */
+export function startLogPollers(db: TestDatabase, n: number): { stop(): Promise<string[][]> } {
+  let reading = true;
+  const readers = Array.from({ length: n }, async () => {
+    const seen: string[] = [];
+    let cursor = 0n;
+    while (reading) {
+      const { rows } = await db.pool.query<{ s: string }>(
+        'SELECT sequence_number::text AS s FROM core.event_log WHERE sequence_number > $1 ORDER BY sequence_number LIMIT 500',
+        [cursor.toString()],
+      );
+      for (const r of rows) seen.push(r.s);
+      if (rows.length > 0) cursor = BigInt(rows.at(-1)!.s);
+      else await new Promise((r) => setTimeout(r, 5));
+    }
+    return seen;
+  });
+  return {
+    stop: () => {
+      reading = false;
+      return Promise.all(readers);
+    },
+  };
+}
+
+/** The DLQ row of one event in one colony (or any colony), as the bridge keeps it. */
+export async function dlqRow(
+  db: TestDatabase,
+  eventId: string,
+  colonia?: string,
+): Promise<{ status: string; tentativas: number; resolvido_em: Date | null } | undefined> {
+  const { rows } = await db.pool.query<{ status: string; tentativas: number; resolvido_em: Date | null }>(
+    'SELECT status, tentativas, resolvido_em FROM core.dead_letter_queue WHERE event_id = $1 AND ($2::text IS NULL OR colonia = $2)',
+    [eventId, colonia ?? null],
+  );
+  return rows[0];
+}
