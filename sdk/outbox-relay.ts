@@ -193,7 +193,6 @@ export class OutboxRelay {
       try {
         published = await this.executarCiclo();
         failures = 0;
-        await this.housekeeping();
       } catch (err) {
         failures++;
         const code = err instanceof FeromoniosError ? err.code : 'DATABASE_UNAVAILABLE';
@@ -205,6 +204,10 @@ export class OutboxRelay {
           error: (err as Error).message,
         });
       }
+      // After failed passes too: the pending gauges matter most while nothing gets published.
+      await this.housekeeping().catch((err: Error) =>
+        this.d.logger.debug('outbox housekeeping failed', { schema: this.o.schema, error: err.message }),
+      );
       if (!this.running) break;
       if (published >= this.o.lote || this.notified) {
         this.notified = false; // more are waiting, or a commit arrived during the pass

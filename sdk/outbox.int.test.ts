@@ -214,6 +214,49 @@ describe('transactional outbox and relay (seed 003 §6)', () => {
     );
   }, 120_000);
 
+  it('a commit wakes the relay through NOTIFY, well before its polling interval', async () => {
+    await criarTabelaOutbox(colony.pool, 'd8');
+    const relay = await bus.iniciarRelayOutbox({ schema: 'd8', intervaloMs: 60_000 });
+    await new Promise((r) => setTimeout(r, 300)); // the first (empty) pass is done: now it waits 60 s
+    const client = await colony.pool.connect();
+    await client.query('BEGIN');
+    const e = await bus.publicarNaTransacao(client, categorizada(), { schema: 'd8' });
+    await client.query('COMMIT');
+    client.release();
+    const committedAt = Date.now();
+    await waitFor(async () => (await bus.obterEventoPorId(e.event_id)) !== null, { timeoutMs: 10_000 });
+    await relay.parar();
+    expect(Date.now() - committedAt).toBeLessThan(10_000); // the 60 s poll could not have done it
+  });
+
+  it('reports pending rows and the age of the oldest in its metrics', async () => {
+    await criarTabelaOutbox(colony.pool, 'd9');
+    const client = await colony.pool.connect();
+    await client.query('BEGIN');
+    for (let i = 0; i < 3; i++) await bus.publicarNaTransacao(client, categorizada(), { schema: 'd9' });
+    await client.query('COMMIT');
+    client.release();
+    await colony.pool.query("UPDATE d9.feromonios_outbox SET criado_em = now() - interval '90 seconds'");
+    // a relay that cannot publish (its broker is unreachable) still measures what waits
+    const stuck = await createTestBus({
+      brokers: ['127.0.0.1:1'],
+      namespace: bus.topics.namespace,
+      publishTimeoutMs: 200,
+      outbox: { schema: 'd9', pool: colony.pool },
+      registry: bus.registry,
+    });
+    const relay = await stuck.iniciarRelayOutbox({ intervaloMs: 50 });
+    await waitFor(async () =>
+      /feromonios_outbox_pending\{schema="d9"\} 3/.test(await stuck.metrics.registry.metrics()),
+    );
+    await relay.parar();
+    const metrics = await stuck.metrics.registry.metrics();
+    const age = Number(/feromonios_outbox_oldest_pending_age_seconds\{schema="d9"\} ([\d.]+)/.exec(metrics)?.[1]);
+    expect(age).toBeGreaterThanOrEqual(90);
+    expect(metrics).toMatch(/feromonios_outbox_relay_errors_total\{schema="d9",code="BROKER_UNAVAILABLE"\} [1-9]/);
+    expect(await count(colony, 'SELECT count(*) AS n FROM d9.feromonios_outbox WHERE publicado_em IS NULL')).toBe(3);
+  });
+
   it('deletes published rows once past the retention period, and keeps unpublished ones', async () => {
     await criarTabelaOutbox(colony.pool, 'd7');
     const client = await colony.pool.connect();

@@ -13,7 +13,7 @@ import type { Logger } from './logger';
 import type { SdkMetrics } from './metrics';
 import type { SchemaCatalog } from './catalog';
 import type { SchemaIdResolver } from './schema-ids';
-import { ensureTopics, withAdmin, type TopicNames, type TopicSettings } from './topics';
+import { ensureTopics, partitionCounts, withAdmin, type TopicNames, type TopicSettings } from './topics';
 import { endSpan, startProducerSpan, traceparentOf } from './tracing';
 import { eventoValidado, validarEvento, type EventoValidado } from './validation';
 import { buildHeaders, encodeValue } from './wire-format';
@@ -272,8 +272,7 @@ export class Publisher {
     if (fresh.length > 0) {
       const check = withAdmin(this.d.kafka, async (admin) => {
         await ensureTopics(admin, fresh, this.d.topicSettings);
-        const meta = await admin.fetchTopicMetadata({ topics: fresh });
-        for (const t of meta.topics) this.partitionCounts.set(t.name, t.partitions.length);
+        for (const [t, n] of await partitionCounts(admin, fresh)) this.partitionCounts.set(t, n);
       })
         .then(() => fresh.forEach((t) => this.readyTopics.add(t)))
         .finally(() => fresh.forEach((t) => this.topicChecks.delete(t)));

@@ -144,3 +144,20 @@ export async function withAdmin<T>(kafka: Kafka, fn: (admin: Admin) => Promise<T
     await admin.disconnect().catch(() => undefined);
   }
 }
+
+/**
+ * Partition count of each topic, retrying retriable errors for a while: right after a topic is
+ * created, or a broker restarted, metadata may name a partition the broker does not host yet.
+ */
+export async function partitionCounts(admin: Admin, topics: string[]): Promise<Map<string, number>> {
+  const deadline = Date.now() + CREATE_TOPICS_PATIENCE_MS;
+  for (;;) {
+    try {
+      const meta = await admin.fetchTopicMetadata({ topics });
+      return new Map(meta.topics.map((t) => [t.name, t.partitions.length]));
+    } catch (err) {
+      if (!isRetriable(err) || Date.now() > deadline) throw err;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }
+}
