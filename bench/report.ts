@@ -6,7 +6,7 @@ import type { LiveRow } from './live-latency.bench';
 import type { PublishRow } from './publish.bench';
 import type { ReplayRow } from './replay.bench';
 import type { SinkRow } from './sink.bench';
-import { fmt } from './stats';
+import { fmt, type LatencySummary } from './stats';
 
 export interface Results {
   quick: boolean;
@@ -115,27 +115,10 @@ export function renderReport(r: Results): { table: string; markdown: string } {
       '',
     );
     md.push(...head(['path', 'p50 ms', 'p95 ms', 'p99 ms', 'events', 'not delivered']));
-    md.push(
-      line([
-        'SDK `publicar` → `inscrever`',
-        fmt(r.live.sdk.p50),
-        fmt(r.live.sdk.p95),
-        fmt(r.live.sdk.p99),
-        r.live.sdk.n,
-        r.live.lost.sdk,
-      ]),
-    );
-    md.push(
-      line([
-        'kafkajs producer → consumer',
-        fmt(r.live.raw.p50),
-        fmt(r.live.raw.p95),
-        fmt(r.live.raw.p99),
-        r.live.raw.n,
-        r.live.lost.raw,
-      ]),
-      '',
-    );
+    const live = (path: string, l: LatencySummary, lost: number): string =>
+      line([path, fmt(l.p50), fmt(l.p95), fmt(l.p99), l.n, lost]);
+    md.push(live('SDK `publicar` → `inscrever`', r.live.sdk, r.live.lost.sdk));
+    md.push(live('kafkajs producer → consumer', r.live.raw, r.live.lost.raw), '');
   }
   if (r.sink) {
     md.push(

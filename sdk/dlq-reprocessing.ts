@@ -6,7 +6,7 @@ import { readDeadLetterOriginals } from './dlq-topic-reader';
 import { FeromoniosError } from './errors';
 import type { Logger } from './logger';
 import type { SdkMetrics } from './metrics';
-import { eventoDoLog, type LogRow } from './event-log-reader';
+import { eventoDoLog, LIMITE_MAXIMO, type LogRow } from './event-log-reader';
 import { reprocessMessage, REPROCESS_HEADERS } from './reprocessing';
 import type { SchemaIdResolver } from './schema-ids';
 import type { TopicNames } from './topics';
@@ -157,7 +157,7 @@ export class DlqReprocessor {
     limite: number;
     deslocamento: number;
   }> {
-    const limite = Math.min(filtros.limite ?? 50, 500);
+    const limite = Math.min(filtros.limite ?? 50, LIMITE_MAXIMO);
     const deslocamento = filtros.deslocamento ?? 0;
     const params: unknown[] = [];
     const where = filtros.colonia === undefined ? '' : (params.push(filtros.colonia), 'WHERE r.colonia = $1');

@@ -130,7 +130,9 @@ export class EventBus {
   private async publicarConfirmado(dto: PublicarEventoDto, timeoutMs: number): Promise<EventoConsultado> {
     const t0 = process.hrtime.bigint();
     const v = validarEvento(dto, this.catalog); // fail fast, in the seed's order, before any read
-    const confirmations = (this.confirmations ??= new LogConfirmations(this.database()));
+    const confirmations = (this.confirmations ??= new LogConfirmations(this.database(), () =>
+      this.leitor().obterMaiorSequence(),
+    ));
     await confirmations.preparar(); // the tail starts before our event can land
     if (dto.event_id !== undefined) {
       const existing = await this.leitor().obterEventoPorId(v.event_id);

@@ -43,14 +43,15 @@ export class LogConfirmations {
 
   constructor(
     private readonly pool: pg.Pool,
+    /** The log's current end (`EventLogReader.obterMaiorSequence`). */
+    private readonly maiorSequence: () => Promise<bigint>,
     private readonly intervaloMs = 20,
   ) {}
 
   /** Fixes the tail's starting point (the log's current end) once per bus. */
   preparar(): Promise<void> {
-    this.preparing ??= this.pool
-      .query<{ s: string | null }>('SELECT max(sequence_number)::text AS s FROM core.event_log')
-      .then((r) => void (this.cursor ??= BigInt(r.rows[0]?.s ?? '0')))
+    this.preparing ??= this.maiorSequence()
+      .then((s) => void (this.cursor ??= s))
       .catch((err: unknown) => {
         this.preparing = undefined;
         throw err;

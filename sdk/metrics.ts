@@ -18,129 +18,74 @@ export class SdkMetrics {
   readonly confirmation: Histogram<'tipo' | 'result'>;
 
   constructor(readonly registry: Registry = new Registry()) {
-    this.published = getOrCreate(
+    this.published = counter(
       registry,
       'feromonios_publish_total',
-      () =>
-        new Counter({
-          name: 'feromonios_publish_total',
-          help: 'Events published, by type, origin and result (ok or an error code).',
-          labelNames: ['tipo', 'origem', 'result'],
-          registers: [registry],
-        }),
+      'Events published, by type, origin and result (ok or an error code).',
+      ['tipo', 'origem', 'result'],
     );
-    this.publishDuration = getOrCreate(
+    this.publishDuration = histogram(
       registry,
       'feromonios_publish_duration_seconds',
-      () =>
-        new Histogram({
-          name: 'feromonios_publish_duration_seconds',
-          help: 'Time from publicar() to the broker acknowledgement, in seconds.',
-          labelNames: ['tipo', 'origem', 'result'],
-          buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
-          registers: [registry],
-        }),
+      'Time from publicar() to the broker acknowledgement, in seconds.',
+      ['tipo', 'origem', 'result'],
+      [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
     );
-    this.consumed = getOrCreate(
+    this.consumed = counter(
       registry,
       'feromonios_consume_total',
-      () =>
-        new Counter({
-          name: 'feromonios_consume_total',
-          help: 'Handler runs, by type, colony and result (success, failure, timeout, duplicate).',
-          labelNames: ['tipo', 'colonia', 'result'],
-          registers: [registry],
-        }),
+      'Handler runs, by type, colony and result (success, failure, timeout, duplicate).',
+      ['tipo', 'colonia', 'result'],
     );
-    this.handlerDuration = getOrCreate(
+    this.handlerDuration = histogram(
       registry,
       'feromonios_handler_duration_seconds',
-      () =>
-        new Histogram({
-          name: 'feromonios_handler_duration_seconds',
-          help: 'Duration of one handler run, in seconds.',
-          labelNames: ['tipo', 'colonia', 'result'],
-          buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30],
-          registers: [registry],
-        }),
+      'Duration of one handler run, in seconds.',
+      ['tipo', 'colonia', 'result'],
+      [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30],
     );
-    this.deadLettered = getOrCreate(
+    this.deadLettered = counter(
       registry,
       'feromonios_dlq_sent_total',
-      () =>
-        new Counter({
-          name: 'feromonios_dlq_sent_total',
-          help: 'Messages sent to a colony DLQ topic, by colony and handler.',
-          labelNames: ['colonia', 'manipulador'],
-          registers: [registry],
-        }),
+      'Messages sent to a colony DLQ topic, by colony and handler.',
+      ['colonia', 'manipulador'],
     );
-    this.reprocessed = getOrCreate(
+    this.reprocessed = counter(
       registry,
       'feromonios_dlq_reprocessed_total',
-      () =>
-        new Counter({
-          name: 'feromonios_dlq_reprocessed_total',
-          help: 'DLQ entries sent back to their colony, by colony and payload source (original or redigido).',
-          labelNames: ['colonia', 'fonte'],
-          registers: [registry],
-        }),
+      'DLQ entries sent back to their colony, by colony and payload source (original or redigido).',
+      ['colonia', 'fonte'],
     );
-    this.outboxPending = getOrCreate(
+    this.outboxPending = gauge(
       registry,
       'feromonios_outbox_pending',
-      () =>
-        new Gauge({
-          name: 'feromonios_outbox_pending',
-          help: 'Committed outbox rows not published yet, by colony schema.',
-          labelNames: ['schema'],
-          registers: [registry],
-        }),
+      'Committed outbox rows not published yet, by colony schema.',
+      ['schema'],
     );
-    this.outboxOldestAge = getOrCreate(
+    this.outboxOldestAge = gauge(
       registry,
       'feromonios_outbox_oldest_pending_age_seconds',
-      () =>
-        new Gauge({
-          name: 'feromonios_outbox_oldest_pending_age_seconds',
-          help: 'Age of the oldest unpublished outbox row, in seconds (0 when none).',
-          labelNames: ['schema'],
-          registers: [registry],
-        }),
+      'Age of the oldest unpublished outbox row, in seconds (0 when none).',
+      ['schema'],
     );
-    this.outboxPublished = getOrCreate(
+    this.outboxPublished = counter(
       registry,
       'feromonios_outbox_published_total',
-      () =>
-        new Counter({
-          name: 'feromonios_outbox_published_total',
-          help: 'Outbox rows the relay published (acknowledged by the broker and marked).',
-          labelNames: ['schema'],
-          registers: [registry],
-        }),
+      'Outbox rows the relay published (acknowledged by the broker and marked).',
+      ['schema'],
     );
-    this.outboxErrors = getOrCreate(
+    this.outboxErrors = counter(
       registry,
       'feromonios_outbox_relay_errors_total',
-      () =>
-        new Counter({
-          name: 'feromonios_outbox_relay_errors_total',
-          help: 'Failed relay passes (by error code) and rows set aside (POISON).',
-          labelNames: ['schema', 'code'],
-          registers: [registry],
-        }),
+      'Failed relay passes (by error code) and rows set aside (POISON).',
+      ['schema', 'code'],
     );
-    this.confirmation = getOrCreate(
+    this.confirmation = histogram(
       registry,
       'feromonios_publish_confirmation_seconds',
-      () =>
-        new Histogram({
-          name: 'feromonios_publish_confirmation_seconds',
-          help: 'Confirmed publishing: time from publicar() until the event is in core.event_log, in seconds.',
-          labelNames: ['tipo', 'result'],
-          buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
-          registers: [registry],
-        }),
+      'Confirmed publishing: time from publicar() until the event is in core.event_log, in seconds.',
+      ['tipo', 'result'],
+      [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
     );
   }
 }
@@ -148,4 +93,22 @@ export class SdkMetrics {
 /** Two buses sharing one registry share its metrics instead of failing on a duplicate name. */
 export function getOrCreate<T>(registry: Registry, name: string, create: () => T): T {
   return (registry.getSingleMetric(name) as T | undefined) ?? create();
+}
+
+function counter<L extends string>(registry: Registry, name: string, help: string, labelNames: L[]): Counter<L> {
+  return getOrCreate(registry, name, () => new Counter({ name, help, labelNames, registers: [registry] }));
+}
+
+function gauge<L extends string>(registry: Registry, name: string, help: string, labelNames: L[]): Gauge<L> {
+  return getOrCreate(registry, name, () => new Gauge({ name, help, labelNames, registers: [registry] }));
+}
+
+function histogram<L extends string>(
+  registry: Registry,
+  name: string,
+  help: string,
+  labelNames: L[],
+  buckets: number[],
+): Histogram<L> {
+  return getOrCreate(registry, name, () => new Histogram({ name, help, labelNames, buckets, registers: [registry] }));
 }
