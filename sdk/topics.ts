@@ -120,6 +120,9 @@ export async function ensureTopics(admin: Admin, topics: string[], settings: Top
           configEntries,
         })),
       });
+      // Leaders elected is not yet metadata served: a consumer subscribing now could still be
+      // told the broker "does not host this topic-partition" (seen on a freshly started broker).
+      await partitionCounts(admin, missing);
       return missing;
     } catch (err) {
       // Another process created some of them between list and create: fine if all exist now.
