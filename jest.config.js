@@ -16,9 +16,6 @@ const withServices = {
 
 module.exports = {
   testTimeout: 60000,
-  // A kafkajs socket to the broker outlives the run (found with FEROMONIOS_DEBUG_HANDLES=1, see
-  // docs/testing.md) and held the in-band process for minutes: exit once teardown is done.
-  forceExit: true,
   projects: [
     {
       ...common,
@@ -33,8 +30,17 @@ module.exports = {
       testPathIgnorePatterns: ['/node_modules/', '/.infra/'],
     },
     { ...withServices, displayName: 'e2e', testMatch: ['<rootDir>/test/**/*.e2e.test.ts'] },
+    // Tests that stop, restart or kill a shared service (PostgreSQL, the registry, a broker):
+    // `npm run test:outage` runs them in band, after the other tiers, so none overlaps with a
+    // test that uses the service (docs/testing.md, "Tests that stop services").
+    {
+      ...withServices,
+      displayName: 'outage',
+      testMatch: ['<rootDir>/**/*.outage.test.ts'],
+      testPathIgnorePatterns: ['/node_modules/', '/.infra/'],
+    },
     // `npm run test:faults`: the 3-node cluster (FEROMONIOS_KAFKA_TOPOLOGY=cluster), processes
-    // that really die (docs/reliability.md). Not part of `npm test`; `.ci/run` runs its CI subset.
+    // that really die (docs/reliability.md), in band. `npm test` ends with its CI subset.
     { ...withServices, displayName: 'faults', testMatch: ['<rootDir>/test/faults/**/*.faults.test.ts'] },
   ],
 };

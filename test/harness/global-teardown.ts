@@ -22,21 +22,32 @@ export default async function globalTeardown(): Promise<void> {
   const started = (process.env.FEROMONIOS_TEST_STARTED ?? '').split(',').filter(Boolean);
   if (started.length > 0 && process.env.FEROMONIOS_KEEP_SERVICES !== '1') await down(started);
   process.env.FEROMONIOS_TEST_STARTED = '';
-  if (process.env.FEROMONIOS_DEBUG_HANDLES) {
-    setTimeout(() => {
+  watchForLeakedHandles();
+}
+
+/**
+ * jest runs without `forceExit`: once the run is over, nothing may keep the process alive. If
+ * something still does after a grace period (a client a test never closed), this names what is
+ * open and fails the run instead of letting it hang until CI's time runs out.
+ * `FEROMONIOS_DEBUG_HANDLES=1` prints the same list sooner, without failing.
+ */
+function watchForLeakedHandles(): void {
+  const debug = Boolean(process.env.FEROMONIOS_DEBUG_HANDLES);
+  setTimeout(
+    () => {
       const handles = (process as unknown as { _getActiveHandles(): unknown[] })._getActiveHandles();
       const describe = (h: unknown): string => {
-        const s = h as {
-          constructor?: { name?: string };
-          remotePort?: number;
-          localPort?: number;
-          _idleTimeout?: number;
-        };
+        const s = h as { constructor?: { name?: string }; remotePort?: number; localPort?: number };
         return `${s.constructor?.name ?? '?'}${s.remotePort ? ` remote:${s.remotePort}` : ''}${s.localPort ? ` local:${s.localPort}` : ''}`;
       };
       process.stderr.write(
         `[harness] still open after teardown: ${process.getActiveResourcesInfo().join(', ')}\n  ${handles.map(describe).join('\n  ')}\n`,
       );
-    }, 3000).unref();
-  }
+      if (!debug) {
+        process.stderr.write('[harness] jest could not exit by itself: a test leaked the handles above\n');
+        process.exit(1);
+      }
+    },
+    debug ? 3000 : 20_000,
+  ).unref();
 }

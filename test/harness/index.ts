@@ -54,28 +54,54 @@ export function trackClient(label: string): () => void {
 
 type Truthy<T> = Exclude<T, false | null | undefined | 0 | ''>;
 
-/** Resolves once `condition` is truthy, polling; fails with `message` after `timeoutMs`. */
+/** A value as a failure message shows it: short, one line. */
+export function describeValue(v: unknown): string {
+  let text: string;
+  try {
+    text = typeof v === 'string' ? JSON.stringify(v) : (JSON.stringify(v) ?? String(v));
+  } catch {
+    text = String(v);
+  }
+  return text.length > 300 ? `${text.slice(0, 300)}…` : text;
+}
+
+/**
+ * Resolves once `condition` is truthy, polling; fails after `timeoutMs`. The failure names what
+ * was waited for (`message`, or a function evaluated when the wait gives up, so it can say how
+ * far things got) and always the last value the condition returned or the last error it threw.
+ */
 export async function waitFor<T>(
   condition: () => T | Promise<T>,
   {
     timeoutMs = 30_000,
     intervalMs = 50,
     message = 'condition',
-  }: { timeoutMs?: number; intervalMs?: number; message?: string } = {},
+  }: { timeoutMs?: number; intervalMs?: number; message?: string | (() => string | Promise<string>) } = {},
 ): Promise<Truthy<T>> {
   const deadline = Date.now() + timeoutMs;
-  let lastError: unknown;
+  let last: { value: unknown } | { error: unknown } | undefined;
   for (;;) {
     try {
       const v = await condition();
       if (v) return v as Truthy<T>;
+      last = { value: v };
     } catch (err) {
-      lastError = err;
+      last = { error: err };
     }
     if (Date.now() > deadline) {
-      throw new Error(
-        `waitFor timed out after ${timeoutMs} ms: ${message}${lastError instanceof Error ? ` (last error: ${lastError.message})` : ''}`,
-      );
+      let what: string;
+      try {
+        what = typeof message === 'function' ? await message() : message;
+      } catch (err) {
+        what = `(the failure message itself failed: ${(err as Error).message})`;
+      }
+      const observed =
+        last === undefined
+          ? 'never evaluated'
+          : 'error' in last
+            ? `last error: ${last.error instanceof Error ? last.error.message : describeValue(last.error)}`
+            : `last value: ${describeValue(last.value)}`;
+      throw new Error(`waitFor timed out after ${timeoutMs} ms: ${what} (${observed})`);
     }
     await new Promise((r) => setTimeout(r, intervalMs));
   }
@@ -166,7 +192,7 @@ export async function readTopic(
     });
     await waitFor(() => out.length >= count, {
       timeoutMs,
-      message: `${count} messages on ${topic} (got ${out.length})`,
+      message: () => `${count} messages on ${topic} (got ${out.length})`,
     });
     return out;
   } finally {
