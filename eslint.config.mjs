@@ -23,7 +23,7 @@ export default tseslint.config(
     rules: {
       ...jest.configs['flat/recommended'].rules,
       'jest/no-focused-tests': 'error',
-      'jest/expect-expect': ['error', { assertFunctionNames: ['expect', 'expect*'] }],
+      'jest/expect-expect': ['error', { assertFunctionNames: ['expect', 'expect*', 'fc.assert'] }],
       '@typescript-eslint/unbound-method': 'off',
     },
   },

@@ -8,7 +8,7 @@ import { AddressSet, clientAddress } from './client-address';
 import { tokenOptions, type AuditConfig } from './config';
 import type { AuditMetrics } from './metrics';
 import { OperatorAuth, type Operator } from './operator-auth';
-import { HttpProblem, problemHandler, sendProblem } from './problem';
+import { Denied, HttpProblem, problemHandler, sendProblem } from './problem';
 import { RateLimiter } from './rate-limiter';
 import {
   coloniaQuery,
@@ -28,7 +28,9 @@ export type AuditAppConfig = Pick<
   | 'AUDIT_OPERATOR_ROLES'
   | 'AUDIT_ALLOWED_CIDRS'
   | 'AUDIT_TRUSTED_PROXY'
+  | 'AUDIT_JWT_MAX_AGE_SECONDS'
   | 'AUDIT_RATE_LIMIT_PER_MINUTE'
+  | 'AUDIT_OPS_RATE_LIMIT_PER_MINUTE'
   | 'AUDIT_REPROCESS_INTERVAL_SECONDS'
 >;
 
@@ -45,19 +47,33 @@ type Query = Record<string, string | undefined>;
 const int = (v: string | undefined): number | undefined => (v === undefined ? undefined : Number(v));
 
 /**
- * The audit API (docs/audit-api.md). `/health`, `/ready`, `/metrics` are open; every
- * `/api/events` route goes through, in order: client address allowlist (403), per-address
- * rate limit (429), operator token (401/403), request validation (400).
+ * The audit API (docs/audit-api.md). `/health`, `/ready`, `/metrics` need no token (probes and
+ * scrapers) but are rate limited per address; every `/api/events` route goes through, in
+ * order: client address allowlist (403), per-address rate limit (429), operator token
+ * (401/403), request validation (400/415). Every response says `Cache-Control: no-store` and
+ * `X-Content-Type-Options: nosniff`.
  */
 export function createAuditApp(d: AuditAppDeps): express.Express {
   const { bus, config: c, logger, metrics } = d;
   const allowed = new AddressSet(c.AUDIT_ALLOWED_CIDRS);
   const proxies = new AddressSet(c.AUDIT_TRUSTED_PROXY);
   const limiter = new RateLimiter(c.AUDIT_RATE_LIMIT_PER_MINUTE);
-  const auth = new OperatorAuth({ ...tokenOptions(c), roles: c.AUDIT_OPERATOR_ROLES });
+  const opsLimiter = new RateLimiter(c.AUDIT_OPS_RATE_LIMIT_PER_MINUTE);
+  const auth = new OperatorAuth({
+    ...tokenOptions(c),
+    roles: c.AUDIT_OPERATOR_ROLES,
+    maxAgeSeconds: c.AUDIT_JWT_MAX_AGE_SECONDS,
+  });
+  const readiness = cachedFor(1000, () =>
+    d.pool.query('SELECT 1').then(
+      () => true,
+      () => false,
+    ),
+  );
 
   const app = express();
   app.disable('x-powered-by');
+  app.disable('etag');
   app.set('json replacer', (_k: string, v: unknown) => (typeof v === 'bigint' ? v.toString() : v));
   app.set('query parser', 'simple');
 
@@ -66,37 +82,46 @@ export function createAuditApp(d: AuditAppDeps): express.Express {
     const t0 = process.hrtime.bigint();
     res.locals.requestId = randomUUID();
     res.setHeader('X-Request-Id', res.locals.requestId as string);
+    res.setHeader('Cache-Control', 'no-store');
+    res.setHeader('X-Content-Type-Options', 'nosniff');
     res.on('finish', () => {
       const route = routeOf(req);
       const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
       metrics.requests.inc({ method: req.method, route, status: String(res.statusCode) });
       metrics.duration.observe({ method: req.method, route }, seconds);
-      if (route === '/metrics' || route === '/health' || route === '/ready') return;
+      const denied = res.locals.denied as Denied | undefined;
+      if (denied) metrics.denied.inc({ reason: denied.reason });
+      if ((route === '/metrics' || route === '/health' || route === '/ready') && !denied) return;
       logger.info('http', {
         request_id: res.locals.requestId as string,
         method: req.method,
         route,
-        path: req.path,
         status: res.statusCode,
         duration_ms: Math.round(seconds * 1000),
         client: res.locals.client as string | undefined,
-        sub: (res.locals.operator as Operator | undefined)?.sub,
-        correlacao_id: typeof req.query.correlacao_id === 'string' ? req.query.correlacao_id : req.params.correlacaoId,
+        sub: (res.locals.operator as Operator | undefined)?.sub ?? denied?.subject,
+        ...(denied ? { reason: denied.reason } : {}),
+        correlacao_id: res.locals.correlacaoId as string | undefined,
         colonia: res.locals.colonia as string | undefined,
       });
     });
     next();
   });
 
-  app.get('/health', (_req, res) => void res.json({ status: 'ok' }));
-  app.get('/ready', async (_req, res) => {
-    const ok = await d.pool.query('SELECT 1').then(
-      () => true,
-      () => false,
-    );
+  // Open to probes and scrapers (no token), rate limited per address like everything else.
+  const opsRate = (req: Request, res: Response, next: NextFunction): void => {
+    const client = clientAddress(req, proxies);
+    res.locals.client = client;
+    const rate = opsLimiter.take(client);
+    if (!rate.ok) throw rateLimited(rate.retryAfterMs);
+    next();
+  };
+  app.get('/health', opsRate, (_req, res) => void res.json({ status: 'ok' }));
+  app.get('/ready', opsRate, async (_req, res) => {
+    const ok = await readiness(); // cached for a second: probes cannot load PostgreSQL
     res.status(ok ? 200 : 503).json({ status: ok ? 'ready' : 'not-ready' });
   });
-  app.get('/metrics', async (_req, res) => {
+  app.get('/metrics', opsRate, async (_req, res) => {
     res.type(metrics.registry.contentType).send(await metrics.registry.metrics());
   });
 
@@ -105,32 +130,13 @@ export function createAuditApp(d: AuditAppDeps): express.Express {
   guard.use(async (req, res, next) => {
     const client = clientAddress(req, proxies);
     res.locals.client = client;
-    if (!allowed.has(client)) {
-      metrics.denied.inc({ reason: 'address' });
-      throw new HttpProblem(403, 'endereco-nao-permitido', 'Forbidden', 'this client address is not allowed');
-    }
+    if (!allowed.has(client))
+      throw new Denied(403, 'endereco-nao-permitido', 'Forbidden', 'this client address is not allowed', 'address');
     const rate = limiter.take(client);
     res.setHeader('RateLimit-Limit', String(c.AUDIT_RATE_LIMIT_PER_MINUTE));
     res.setHeader('RateLimit-Remaining', String(rate.remaining));
-    if (!rate.ok) {
-      metrics.denied.inc({ reason: 'rate' });
-      throw new HttpProblem(
-        429,
-        'limite-de-requisicoes',
-        'Too many requests',
-        'rate limit for this address exceeded',
-        {},
-        {
-          'Retry-After': String(Math.ceil(rate.retryAfterMs / 1000)),
-        },
-      );
-    }
-    try {
-      res.locals.operator = await auth.verify(req.headers.authorization);
-    } catch (err) {
-      metrics.denied.inc({ reason: err instanceof HttpProblem && err.status === 403 ? 'role' : 'token' });
-      throw err;
-    }
+    if (!rate.ok) throw rateLimited(rate.retryAfterMs);
+    res.locals.operator = await auth.verify(req.headersDistinct.authorization);
     next();
   });
 
@@ -144,6 +150,7 @@ export function createAuditApp(d: AuditAppDeps): express.Express {
 
   guard.get('/api/events', async (req, res) => {
     const q = eventsQuery(req.query);
+    res.locals.correlacaoId = q.correlacao_id;
     res.json(
       await bus.consultarEventos({
         ...q,
@@ -156,6 +163,7 @@ export function createAuditApp(d: AuditAppDeps): express.Express {
   guard.get('/api/events/trace/:correlacaoId', async (req, res) => {
     none(req.query);
     const { correlacaoId } = correlacaoParam(req.params);
+    res.locals.correlacaoId = correlacaoId;
     res.json(await bus.consultarEventos({ correlacao_id: correlacaoId, limite: 500 }));
   });
 
@@ -181,7 +189,8 @@ export function createAuditApp(d: AuditAppDeps): express.Express {
     );
   });
 
-  guard.post('/api/events/dlq/reprocessar', express.json({ limit: '4kb', strict: true }), async (req, res) => {
+  const jsonBody = express.json({ limit: '4kb', strict: true, type: () => true });
+  guard.post('/api/events/dlq/reprocessar', requireJson, jsonBody, async (req, res) => {
     none(req.query);
     const { colonia } = reprocessar(req.body);
     res.locals.colonia = colonia;
@@ -194,17 +203,9 @@ export function createAuditApp(d: AuditAppDeps): express.Express {
       res.json(result);
     } catch (err) {
       if (!(err instanceof ThrottledError)) throw err;
-      metrics.denied.inc({ reason: 'throttle' });
-      throw new HttpProblem(
-        429,
-        'reprocessamento-limitado',
-        'Too many requests',
-        err.message,
-        { colonia },
-        {
-          'Retry-After': String(Math.ceil(err.retryAfterMs / 1000)),
-        },
-      );
+      throw new Denied(429, 'reprocessamento-limitado', 'Too many requests', err.message, 'throttle', operator.sub, {
+        'Retry-After': String(Math.ceil(err.retryAfterMs / 1000)),
+      });
     }
   });
 
@@ -218,14 +219,47 @@ export function createAuditApp(d: AuditAppDeps): express.Express {
 
   app.use(guard);
   app.use((req, res) =>
-    sendProblem(
-      req,
-      res,
-      new HttpProblem(404, 'rota-nao-encontrada', 'Not found', `no route ${req.method} ${req.path}`),
-    ),
+    sendProblem(req, res, new HttpProblem(404, 'rota-nao-encontrada', 'Not found', 'no such route')),
   );
   app.use(problemHandler(logger));
   return app;
+}
+
+const rateLimited = (retryAfterMs: number): Denied =>
+  new Denied(
+    429,
+    'limite-de-requisicoes',
+    'Too many requests',
+    'rate limit for this address exceeded',
+    'rate',
+    undefined,
+    {
+      'Retry-After': String(Math.ceil(retryAfterMs / 1000)),
+    },
+  );
+
+/** A JSON body, and only that: another media type (or charset) is a 415, not a parse error. */
+function requireJson(req: Request, _res: Response, next: NextFunction): void {
+  const type = req.headers['content-type'];
+  if (type === undefined || !/^application\/json\s*(;|$)/i.test(type))
+    throw new Denied(
+      415,
+      'tipo-nao-suportado',
+      'Unsupported media type',
+      'the body must be application/json (UTF-8)',
+      'unsupported-media-type',
+    );
+  next();
+}
+
+/** `fn`'s last result for `ms` milliseconds; concurrent callers share one call. */
+function cachedFor<T>(ms: number, fn: () => Promise<T>): () => Promise<T> {
+  let last: { at: number; value: Promise<T> } | undefined;
+  return () => {
+    const now = Date.now();
+    if (!last || now - last.at >= ms) last = { at: now, value: fn() };
+    return last.value;
+  };
 }
 
 /** The route pattern (never the raw path: ids would explode the metric's cardinality). */

@@ -28,7 +28,17 @@ export const auditEnv = {
     item: CIDR,
     doc: 'Proxies whose X-Forwarded-For is believed (empty: none).',
   }),
+  AUDIT_JWT_MAX_AGE_SECONDS: env.int({
+    min: 60,
+    default: 43200,
+    doc: 'Oldest operator token accepted (`iat` at most this far back) and longest token lifetime (`exp` - `iat`), in seconds.',
+  }),
   AUDIT_RATE_LIMIT_PER_MINUTE: env.int({ min: 1, default: 600, doc: 'Requests per minute per client address.' }),
+  AUDIT_OPS_RATE_LIMIT_PER_MINUTE: env.int({
+    min: 1,
+    default: 1200,
+    doc: 'Requests per minute per client address on /health, /ready and /metrics.',
+  }),
   AUDIT_REPROCESS_INTERVAL_SECONDS: env.int({
     min: 0,
     default: 60,

@@ -1,4 +1,5 @@
 import type { EventoConsultado } from '../sdk';
+import { DlqReprocessor, type DlqReprocessorDeps } from '../sdk/dlq-reprocessing';
 import type { ContextoEntrega } from '../sdk/subscriber';
 import { SAMPLE_PAYLOADS } from '../sdk/testing';
 import { createTestDatabase, testKafka, waitFor, type TestDatabase } from '../test/harness';
@@ -160,7 +161,7 @@ describe('audit API: DLQ statistics, pending entries and audited reprocessing (s
       ['{}', "'colonia' is required"],
       ['{"colonia": 5}', 'body.colonia: must be given once'],
       ['{"colonia": "D-5", "todas": true}', "unknown parameter 'todas'"],
-      ['{"colonia": "D-5\'; DROP TABLE core.dead_letter_queue; --"}', 'body.colonia: must be a name'],
+      ['{"colonia": "D-5\'; DROP TABLE core.dead_letter_queue; --"}', 'body.colonia: must be a colony code'],
       ['{"colonia": ', 'not valid JSON'],
       ['[]', 'must be a JSON object'],
     ];
@@ -170,5 +171,55 @@ describe('audit API: DLQ statistics, pending entries and audited reprocessing (s
       expect(((await res.json()) as { detail: string }).detail).toContain(detail);
     }
     expect((await post('{"colonia":"D-5"}', await operatorToken({ papel: 'leitor' }))).status).toBe(403);
+  });
+
+  it('a failure after the claim closes the audit row as failed with the reason and puts the entries back to pendente', async () => {
+    failing = true;
+    const [sent] = await publishFailing(1);
+    // fault injection: the bus's own reprocessor dependencies, plus a crash right after the claim
+    const own = (bus as unknown as { reprocessador(): DlqReprocessor }).reprocessador();
+    const deps = (own as unknown as { d: DlqReprocessorDeps }).d;
+    const crashing = new DlqReprocessor({
+      ...deps,
+      faultAfterClaim: () => Promise.reject(new Error('injected crash after the claim')),
+    });
+    await expect(crashing.reprocessar('D-5', { solicitante: 'operador-falha' })).rejects.toThrow('injected crash');
+    const { rows } = await db.pool.query<{ resultado: string; detalhe: string; concluido_em: Date | null }>(
+      `SELECT resultado, detalhe, concluido_em FROM core.dlq_reprocessamento WHERE solicitante = 'operador-falha'`,
+    );
+    expect(rows).toEqual([
+      { resultado: 'falhou', detalhe: 'internal error (Error)', concluido_em: expect.any(Date) as unknown },
+    ]);
+    expect((await dlqRow(db, sent!.event_id, 'D-5'))?.status).toBe('pendente');
+    const stuck = await db.pool.query(`SELECT 1 FROM core.dlq_reprocessamento WHERE resultado = 'em_andamento'`);
+    expect(stuck.rowCount).toBe(0);
+  });
+
+  it('a request left in progress by a process that died is closed as failed once its entries are taken again', async () => {
+    await db.pool.query(
+      `INSERT INTO core.dlq_reprocessamento (id, solicitante, colonia, event_ids, resultado, solicitado_em)
+       VALUES (gen_random_uuid(), 'operador-morto', 'D-5', '{}', 'em_andamento', now() - interval '1 hour')`,
+    );
+    await bus.reprocessarPendentesDLQ('D-5', { solicitante: 'operador-vivo', retryingExpiraMs: 60_000 });
+    const { rows } = await db.pool.query<{ resultado: string; detalhe: string }>(
+      `SELECT resultado, detalhe FROM core.dlq_reprocessamento WHERE solicitante = 'operador-morto'`,
+    );
+    expect(rows).toEqual([{ resultado: 'falhou', detalhe: 'abandoned: the request did not finish' }]);
+  });
+
+  it('the SDK refuses a requester or a colony that the shared rules refuse, before touching anything', async () => {
+    for (const solicitante of ['maria@prefeitura.gov.br', 'cpf12345678909', '123.456.789-09', '']) {
+      await expect(bus.reprocessarPendentesDLQ('D-5', { solicitante })).rejects.toMatchObject({
+        code: 'BAD_REQUEST',
+        message: expect.stringContaining('solicitante must be an operator id') as unknown,
+      });
+    }
+    await expect(bus.reprocessarPendentesDLQ('a.b', { solicitante: 'operador-1' })).rejects.toMatchObject({
+      code: 'BAD_REQUEST',
+    });
+    const { rows } = await db.pool.query<{ n: string }>(
+      `SELECT count(*) AS n FROM core.dlq_reprocessamento WHERE solicitante LIKE '%@%' OR solicitante ~ '[0-9]{7}'`,
+    );
+    expect(rows[0]?.n).toBe('0');
   });
 });

@@ -115,6 +115,16 @@ describe('audit API: /api/events reads (seed 5.4)', () => {
       ['/api/events?tipo=a&tipo=b', 'query.tipo: must be given once'],
       ['/api/events?tipos=demanda.recebida', "unknown parameter 'tipos'"],
       ['/api/events?__proto__=x', "unknown parameter '__proto__'"],
+      // dates the SDK's old check passed and PostgreSQL refused (500 before): the shared rule
+      ['/api/events?timestamp_inicio=2026-01-01T00:00:00%2B23:00', 'query.timestamp_inicio: must be an ISO-8601'],
+      ['/api/events?timestamp_inicio=2026-01-01T00:00:00%2B16:00', 'query.timestamp_inicio: must be an ISO-8601'],
+      ['/api/events?timestamp_inicio=2026-01-01T00:00:00-2300', 'query.timestamp_inicio: must be an ISO-8601'],
+      ['/api/events?timestamp_fim=0000-01-01T00:00:00Z', 'query.timestamp_fim: must be an ISO-8601'],
+      ['/api/events?timestamp_fim=2026-02-30T10:00:00Z', 'query.timestamp_fim: must be an ISO-8601'],
+      ['/api/events?timestamp_fim=2026-01-01T00:00:00+23:00', 'query.timestamp_fim: must be an ISO-8601'], // '+' is a space
+      ['/api/events?origem=a.b', 'query.origem: must be a colony code'],
+      ['/api/events?origem=52998224725', 'query.origem: must be a colony code'],
+      ['/api/events?tipo=demanda%00recebida', 'query.tipo: must be an event type name'],
       ['/api/events/42', 'path.eventId: must be a UUID'],
       ['/api/events/trace/42', 'path.correlacaoId: must be a UUID'],
       [`/api/events/${randomUUID()}?x=1`, "unknown parameter 'x'"],

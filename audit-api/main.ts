@@ -2,7 +2,6 @@
  * The audit API process: `npx tsx audit-api/main.ts` (configuration: audit-api/config.ts,
  * .env.example). Applies pending migrations, then serves the `/api/events` routes until SIGTERM.
  */
-import type http from 'node:http';
 import pg from 'pg';
 import { Registry } from 'prom-client';
 import { migrateLatest } from '../migrations';
@@ -12,6 +11,7 @@ import { onShutdown, runMain } from '../sdk/process';
 import { createAuditApp } from './app';
 import { loadAuditConfig } from './config';
 import { AuditMetrics } from './metrics';
+import { listenAuditServer } from './server';
 
 async function main(): Promise<void> {
   const cfg = loadAuditConfig();
@@ -29,10 +29,9 @@ async function main(): Promise<void> {
     logger,
     metricsRegistry: registry,
   });
-  const app = createAuditApp({ bus, pool, config: cfg, logger, metrics: new AuditMetrics(registry) });
-  const server = await new Promise<http.Server>((resolve, reject) => {
-    const s = app.listen(cfg.AUDIT_API_PORT, '0.0.0.0', (err?: Error) => (err ? reject(err) : resolve(s)));
-  });
+  const metrics = new AuditMetrics(registry);
+  const app = createAuditApp({ bus, pool, config: cfg, logger, metrics });
+  const server = await listenAuditServer(app, logger, metrics, cfg.AUDIT_API_PORT, '0.0.0.0');
   logger.info('audit API listening', { port: cfg.AUDIT_API_PORT });
 
   onShutdown(logger, async () => {

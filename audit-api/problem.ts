@@ -19,6 +19,50 @@ export class HttpProblem extends Error {
   }
 }
 
+/**
+ * Why a request was refused before reaching a route: a closed list, used as the `reason` label
+ * of `feromonios_audit_denied_total` and in the access log — never in the response body,
+ * which stays generic so a caller learns nothing about which check failed.
+ */
+export const DENIAL_REASONS = [
+  'address',
+  'rate',
+  'token-missing',
+  'token-duplicated',
+  'token-malformed',
+  'token-algorithm',
+  'token-signature',
+  'token-expired',
+  'token-age',
+  'token-claims',
+  'subject',
+  'role',
+  'throttle',
+  'invalid-request',
+  'invalid-body',
+  'unsupported-media-type',
+  'invalid-path',
+  'header-too-large',
+] as const;
+export type DenialReason = (typeof DENIAL_REASONS)[number];
+
+/** A refused request: the problem the caller sees, plus the reason and subject the log keeps. */
+export class Denied extends HttpProblem {
+  constructor(
+    status: number,
+    slug: string,
+    title: string,
+    detail: string,
+    readonly reason: DenialReason,
+    /** The token's subject when it could be read and is a valid operator id (unverified for 401s). */
+    readonly subject?: string,
+    headers: Record<string, string> = {},
+    extra: Record<string, unknown> = {},
+  ) {
+    super(status, slug, title, detail, extra, headers);
+  }
+}
+
 export function sendProblem(req: Request, res: Response, p: HttpProblem): void {
   for (const [k, v] of Object.entries(p.headers)) res.setHeader(k, v);
   res
@@ -30,7 +74,8 @@ export function sendProblem(req: Request, res: Response, p: HttpProblem): void {
         title: p.title,
         status: p.status,
         detail: p.detail,
-        instance: req.path,
+        // the occurrence, not the path: a path is caller input and may carry anything
+        instance: `urn:uuid:${res.locals.requestId as string}`,
         request_id: res.locals.requestId as string | undefined,
         ...p.extra,
       }),
@@ -50,29 +95,62 @@ function fromSdk(err: FeromoniosError): HttpProblem | undefined {
 }
 
 /**
+ * Errors express and body-parser raise for a malformed request, each kept at its 4xx: an
+ * undecodable path (400), a body that is not JSON (400), too large (413), in a charset or
+ * content encoding it cannot read (415), aborted or of the wrong length (400).
+ */
+function clientProblem(err: unknown): Denied | undefined {
+  const e = err as { type?: unknown; status?: unknown; statusCode?: unknown };
+  const status = typeof e.status === 'number' ? e.status : typeof e.statusCode === 'number' ? e.statusCode : undefined;
+  const make = (st: number, slug: string, title: string, detail: string, reason: DenialReason) =>
+    new Denied(st, slug, title, detail, reason);
+  if (err instanceof URIError)
+    return make(
+      400,
+      'caminho-invalido',
+      'Invalid path',
+      'the request path is not valid percent-encoding',
+      'invalid-path',
+    );
+  switch (e.type) {
+    case 'entity.parse.failed':
+      return make(400, 'corpo-invalido', 'Invalid body', 'the request body is not valid JSON', 'invalid-body');
+    case 'entity.too.large':
+      return make(413, 'corpo-grande-demais', 'Body too large', 'the request body is too large', 'invalid-body');
+    case 'charset.unsupported':
+    case 'encoding.unsupported':
+      return make(
+        415,
+        'tipo-nao-suportado',
+        'Unsupported media type',
+        'the body must be application/json in UTF-8, without a content encoding other than gzip or deflate',
+        'unsupported-media-type',
+      );
+  }
+  if (status !== undefined && status >= 400 && status < 500)
+    return make(status, 'requisicao-invalida', 'Invalid request', 'the request could not be read', 'invalid-request');
+  return undefined;
+}
+
+/**
  * The last middleware: problems as they are, client-caused SDK errors as 4xx, and everything
  * else as a 500 that reveals nothing (the log line with the same `request_id` has the cause).
  */
 export function problemHandler(logger: Logger) {
   return (err: unknown, req: Request, res: Response, next: NextFunction): void => {
     if (res.headersSent) return next(err);
-    if (err instanceof HttpProblem) return sendProblem(req, res, err);
+    if (err instanceof HttpProblem) {
+      if (err instanceof Denied) res.locals.denied = err; // counted and logged with its reason
+      return sendProblem(req, res, err);
+    }
     if (err instanceof FeromoniosError) {
       const p = fromSdk(err);
       if (p) return sendProblem(req, res, p);
     }
-    const body = err as { type?: string; status?: number };
-    if (body.type === 'entity.parse.failed' || body.type === 'entity.too.large' || body.status === 400) {
-      return sendProblem(
-        req,
-        res,
-        new HttpProblem(
-          body.status ?? 400,
-          'corpo-invalido',
-          'Invalid body',
-          'the request body is not valid JSON (or too large)',
-        ),
-      );
+    const client = clientProblem(err);
+    if (client) {
+      res.locals.denied = client;
+      return sendProblem(req, res, client);
     }
     logger.error('unhandled error', {
       request_id: res.locals.requestId as string | undefined,

@@ -1,10 +1,13 @@
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import { createAjv } from '../sdk/ajv';
-import { HttpProblem } from './problem';
+import { COLONY_CODE_RE } from '../sdk/storable';
+import { Denied } from './problem';
 
-const NAME = { type: 'string', minLength: 1, maxLength: 100, pattern: '^[A-Za-z0-9_.-]+$' } as const;
+/** A colony code, exactly the SDK's rule (sdk/storable.ts): `origem`, `colonia`. */
+const COLONY = { type: 'string', pattern: COLONY_CODE_RE.source } as const;
 const UUID = { type: 'string', format: 'uuid' } as const;
-const TIMESTAMP = { type: 'string', format: 'date-time' } as const;
+/** A date-time PostgreSQL stores as the same instant (sdk/storable.ts `timestampProblem`). */
+const TIMESTAMP = { type: 'string', format: 'feromonios-instante' } as const;
 /** A non-negative integer without leading zeros; the BIGINT upper bound is checked by the SDK (400). */
 const SEQUENCE = { type: 'string', pattern: '^(0|[1-9][0-9]{0,18})$' } as const;
 /** 1 … 10000; the page itself holds at most 500 (seed T14). */
@@ -17,7 +20,7 @@ export const consultarEventosQuery = {
   additionalProperties: false,
   properties: {
     tipo: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[A-Za-z0-9_.-]+$' },
-    origem: NAME,
+    origem: COLONY,
     correlacao_id: UUID,
     timestamp_inicio: TIMESTAMP,
     timestamp_fim: TIMESTAMP,
@@ -31,14 +34,14 @@ export const consultarEventosQuery = {
 export const pageQuery = {
   type: 'object',
   additionalProperties: false,
-  properties: { colonia: NAME, limite: LIMITE, deslocamento: DESLOCAMENTO },
+  properties: { colonia: COLONY, limite: LIMITE, deslocamento: DESLOCAMENTO },
 } as const;
 
 export const coloniaQuery = {
   type: 'object',
   additionalProperties: false,
   required: ['colonia'],
-  properties: { colonia: NAME },
+  properties: { colonia: COLONY },
 } as const;
 
 export const emptyQuery = { type: 'object', additionalProperties: false, properties: {} } as const;
@@ -51,7 +54,7 @@ export const reprocessarBody = {
   type: 'object',
   additionalProperties: false,
   required: ['colonia'],
-  properties: { colonia: NAME },
+  properties: { colonia: COLONY },
 } as const;
 
 const ajv = createAjv();
@@ -62,28 +65,48 @@ export function validator<T>(schema: object, where: 'query' | 'body' | 'path'): 
   return (value) => {
     if (validate(value)) return value as T;
     const errors = (validate.errors ?? []).map((e) => describe(e, where));
-    throw new HttpProblem(400, 'requisicao-invalida', 'Invalid request', errors.join('; '), { errors });
+    throw new Denied(
+      400,
+      'requisicao-invalida',
+      'Invalid request',
+      errors.join('; '),
+      'invalid-request',
+      undefined,
+      {},
+      {
+        errors,
+      },
+    );
   };
 }
 
 function describe(e: ErrorObject, where: string): string {
   const field = e.instancePath.replace(/^\//, '').replace(/\//g, '.');
-  if (e.keyword === 'additionalProperties')
-    return `${where}: unknown parameter '${(e.params as { additionalProperty: string }).additionalProperty}'`;
+  if (e.keyword === 'additionalProperties') {
+    // the name is caller input: repeated only when it is a plain word (never a value that may be personal)
+    const name = (e.params as { additionalProperty: string }).additionalProperty;
+    return /^[A-Za-z_]{1,40}$/.test(name) ? `${where}: unknown parameter '${name}'` : `${where}: an unknown parameter`;
+  }
   if (e.keyword === 'required')
     return `${where}: '${(e.params as { missingProperty: string }).missingProperty}' is required`;
   if (e.keyword === 'type' && e.params.type === 'string')
     return `${where}.${field}: must be given once, as a single value`;
   if (e.keyword === 'type' && e.params.type === 'object') return `${where}: must be a JSON object`;
   if (e.keyword === 'format')
-    return `${where}.${field}: must be ${e.params.format === 'uuid' ? 'a UUID' : 'an ISO-8601 date-time with a time zone'}`;
+    return `${where}.${field}: must be ${
+      e.params.format === 'uuid'
+        ? 'a UUID'
+        : 'an ISO-8601 date-time with a time zone: a real calendar date, years 0001-9999, an offset within ±15:59'
+    }`;
   if (e.keyword === 'pattern' && /limite$/.test(field))
     return `${where}.${field}: must be an integer from 1 to 10000 (a page holds at most 500)`;
   if (e.keyword === 'pattern' && /deslocamento$/.test(field))
     return `${where}.${field}: must be a non-negative integer below 10^9`;
   if (e.keyword === 'pattern' && /^sequence_/.test(field))
     return `${where}.${field}: must be an integer from 0 to 9223372036854775807`;
-  if (e.keyword === 'pattern' || e.keyword === 'maxLength' || e.keyword === 'minLength')
-    return `${where}.${field}: must be a name of characters [A-Za-z0-9_.-] (${field === 'tipo' ? 255 : 100} at most)`;
+  if (field === 'tipo')
+    return `${where}.${field}: must be an event type name of characters [A-Za-z0-9_.-] (255 at most)`;
+  if (e.keyword === 'pattern')
+    return `${where}.${field}: must be a colony code: 1-100 characters of [A-Za-z0-9_-], starting with a letter or digit, at most 6 digits`;
   return `${where}.${field}: ${e.message ?? 'is invalid'}`;
 }

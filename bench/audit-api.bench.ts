@@ -1,9 +1,9 @@
 import { spawn } from 'node:child_process';
 import type { AddressInfo } from 'node:net';
-import type http from 'node:http';
 import path from 'node:path';
 import type pg from 'pg';
 import { createAuditApp } from '../audit-api/app';
+import { listenAuditServer } from '../audit-api/server';
 import { loadAuditConfig, tokenOptions } from '../audit-api/config';
 import { AuditMetrics } from '../audit-api/metrics';
 import { signOperatorToken } from '../audit-api/operator-auth';
@@ -56,16 +56,9 @@ export async function benchAuditApi(ctx: BenchContext): Promise<{ rows: number; 
   );
   const bus = await ctx.bus({ pool: db.pool });
   const config = loadAuditConfig({ AUDIT_JWT_SECRET: SECRET, AUDIT_RATE_LIMIT_PER_MINUTE: '10000000' });
-  const app = createAuditApp({
-    bus,
-    pool: db.pool,
-    config,
-    logger: silentLogger,
-    metrics: new AuditMetrics(),
-  });
-  const server = await new Promise<http.Server>((resolve) => {
-    const s = app.listen(0, '127.0.0.1', () => resolve(s));
-  });
+  const metrics = new AuditMetrics();
+  const app = createAuditApp({ bus, pool: db.pool, config, logger: silentLogger, metrics });
+  const server = await listenAuditServer(app, silentLogger, metrics, 0, '127.0.0.1');
   const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const token = await signOperatorToken(tokenOptions(config), { sub: 'bench', papel: 'operador' });
 

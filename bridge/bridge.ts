@@ -6,6 +6,7 @@ import {
   type Batch,
   type Consumer,
   type KafkaMessage,
+  type Message,
   type Producer,
 } from 'kafkajs';
 import type pg from 'pg';
@@ -13,15 +14,17 @@ import type { SchemaCatalog } from '../sdk/catalog';
 import { EventDecoder } from '../sdk/event-decoder';
 import { FeromoniosError, isRetriable, SchemaValidationError, WireFormatError } from '../sdk/errors';
 import type { Logger } from '../sdk/logger';
-import { redactPayload, scrubText, type RedactionOptions } from '../sdk/redaction';
+import { redactPayload, type RedactionOptions } from '../sdk/redaction';
+import { scrubText } from '../sdk/error-text';
 import { DLQ_HEADERS } from '../sdk/subscriber';
-import { isIsoTimestamp, isUuid } from '../sdk/validation';
+import { isUuid } from '../sdk/validation';
+import { isStorableTimestamp, storableText } from '../sdk/storable';
 import { decodeValue, HEADER, headerString } from '../sdk/wire-format';
 import type { SchemaRegistry } from '../sdk/registry';
 import { ensureTopics, type TopicNames, type TopicSettings } from '../sdk/topics';
 import { recordFailure, recordResolved, type DeadLetterRecord } from './dead-letter-writer';
 import { DLQ_OUTCOME_HEADER } from '../sdk/reprocessing';
-import { appendToEventLog, type LogRow } from './event-log-writer';
+import { appendToEventLog, type LogRow, type WriteResult } from './event-log-writer';
 import type { BridgeMetrics } from './metrics';
 
 export interface BridgeOptions {
@@ -48,6 +51,10 @@ export interface BridgeOptions {
   dlqEventWaitMs?: number;
   /** Fault injection only: random delay before each COMMIT, in milliseconds (0 = off). */
   commitJitterMs?: number;
+  /** A partition with lag and no progress this long is reported stalled (metric, `/ready`), in milliseconds. Default 60 s. */
+  stallAfterMs?: number;
+  /** Longest wait before a crashed lane consumer is started again, in milliseconds (backoff from 500 ms). Default 30 s. */
+  restartBackoffMaxMs?: number;
   logger: Logger;
   metrics: BridgeMetrics;
 }
@@ -59,6 +66,10 @@ export const QUARANTINE_HEADERS = {
   topic: 'feromonios_origem_topico',
   partition: 'feromonios_origem_particao',
   offset: 'feromonios_origem_offset',
+  /** `true` on a record quarantined by reference: the copy did not fit, so no key, value or original headers. */
+  reference: 'feromonios_quarentena_referencia',
+  /** Size of the original value, in bytes (on references). */
+  size: 'feromonios_origem_tamanho',
 } as const;
 
 type BatchControl = {
@@ -70,18 +81,40 @@ type BatchControl = {
 
 /** A group of topics consumed by one consumer of its own. */
 interface Lane {
-  name: string;
+  name: 'eventos' | 'dlq';
   pattern: RegExp;
   groupId: string;
   consumer?: Consumer;
   subscribed: Set<string>;
+  /** Joined its group and consuming (false from a crash until the consumer runs again). */
+  running: boolean;
+  /** Crashes since the last batch that went through (drives the restart backoff). */
+  crashes: number;
+  restartTimer?: NodeJS.Timeout;
   handle(consumer: Consumer, batch: Batch, ctl: BatchControl): Promise<void>;
+}
+
+/** What `/ready` says (bridge/ops-server.ts), with the reason when not ready. */
+export interface BridgeHealth {
+  ready: boolean;
+  database: boolean;
+  lanes: Array<{ lane: string; topics: number; running: boolean }>;
+  /** Partitions with lag and no progress for `stallAfterMs`. */
+  stalled: Array<{ lane: string; topic: string; partition: number; lag: number; since_ms: number }>;
 }
 
 /** What `retrying` returns when it gave up because the bridge stops or lost the partition. */
 const ABORTED = Symbol('aborted');
 
-type Decoded = { kind: 'ok'; row: LogRow } | { kind: 'poison'; reason: string; detail: string; message: KafkaMessage };
+type Poison = { kind: 'poison'; reason: string; detail: string; message: KafkaMessage };
+type Decoded = { kind: 'ok'; row: LogRow; message: KafkaMessage } | Poison;
+
+/** SQLSTATE classes of a row PostgreSQL refuses for its content (data exception, integrity, limits). */
+const REFUSED_ROW_SQLSTATE = /^(22|23|54)/;
+const sqlstateOf = (err: unknown): string | undefined => {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) ? code : undefined;
+};
 
 /**
  * The sink connector: mirrors every event topic into `core.event_log`, redacted, with the
@@ -100,6 +133,11 @@ export class Bridge {
   private refreshing: Promise<void> | undefined;
   private stopping = false;
   private lastDbOk = false;
+  /** Per lane/topic/partition: the lag after the last committed chunk, and when. */
+  private readonly progress = new Map<
+    string,
+    { lane: string; topic: string; partition: number; lag: number; at: number }
+  >();
 
   constructor(private readonly o: BridgeOptions) {
     this.kafka = new Kafka({
@@ -122,6 +160,8 @@ export class Bridge {
         pattern: o.topics.eventos,
         groupId: o.groupId,
         subscribed: new Set(),
+        running: false,
+        crashes: 0,
         handle: (c, b, ctl) => this.handleBatch(c, b, ctl),
       },
       {
@@ -129,6 +169,8 @@ export class Bridge {
         pattern: o.topics.dlqs,
         groupId: `${o.groupId}.dlq`,
         subscribed: new Set(),
+        running: false,
+        crashes: 0,
         handle: (c, b, ctl) => this.handleDlqBatch(c, b, ctl),
       },
     ];
@@ -158,6 +200,7 @@ export class Bridge {
   async stop(): Promise<void> {
     this.stopping = true;
     clearInterval(this.watcher);
+    for (const l of this.lanes) clearTimeout(l.restartTimer);
     await this.refreshing;
     await Promise.all(this.lanes.map((l) => (l.consumer ? l.consumer.disconnect() : Promise.resolve())));
     await this.producer?.disconnect();
@@ -165,9 +208,32 @@ export class Bridge {
     this.o.logger.info('bridge stopped');
   }
 
-  /** Ready when consuming and the last database contact succeeded. */
+  /**
+   * Ready when every lane that has topics is consuming (the events lane must have some), the
+   * last database contact succeeded, and no partition is stalled (lag without progress for
+   * `stallAfterMs`). Also updates `feromonios_bridge_stalled_partitions`.
+   */
+  health(): BridgeHealth {
+    const now = Date.now();
+    const stallMs = this.o.stallAfterMs ?? 60_000;
+    const stalled = [...this.progress.values()]
+      .filter((p) => p.lag > 0 && now - p.at > stallMs)
+      .map((p) => ({ lane: p.lane, topic: p.topic, partition: p.partition, lag: p.lag, since_ms: now - p.at }));
+    for (const l of this.lanes)
+      this.o.metrics.stalledPartitions.set({ lane: l.name }, stalled.filter((p) => p.lane === l.name).length);
+    const lanes = this.lanes.map((l) => ({ lane: l.name, topics: l.subscribed.size, running: l.running }));
+    const lanesOk = this.lanes.every((l) => (l.name === 'eventos' || l.subscribed.size > 0 ? l.running : true));
+    return {
+      ready: !this.stopping && lanesOk && this.lastDbOk && stalled.length === 0,
+      database: this.lastDbOk,
+      lanes,
+      stalled,
+    };
+  }
+
+  /** `health().ready`. */
   ready(): boolean {
-    return !this.stopping && this.lanes[0]?.consumer !== undefined && this.lastDbOk;
+    return this.health().ready;
   }
 
   /** Topics currently mirrored (events and DLQs). */
@@ -186,39 +252,103 @@ export class Bridge {
     for (const lane of this.lanes) {
       const topics = all.filter((t) => lane.pattern.test(t));
       if (topics.length === 0 || (lane.consumer && topics.every((t) => lane.subscribed.has(t)))) continue;
-      const previous = lane.consumer;
-      lane.consumer = undefined;
-      await previous?.disconnect();
-      if (this.stopping) return;
-      const consumer = this.kafka.consumer({
-        groupId: lane.groupId,
-        allowAutoTopicCreation: false,
-        sessionTimeout: 30_000,
-        heartbeatInterval: 3_000,
-        maxWaitTimeInMs: this.o.flushIntervalMs,
-        maxBytesPerPartition: 4 * 1024 * 1024,
-      });
-      await consumer.connect();
-      await consumer.subscribe({ topics, fromBeginning: true });
-      await consumer.run({
-        autoCommit: false,
-        eachBatchAutoResolve: false,
-        eachBatch: (payload) =>
-          lane.handle(consumer, payload.batch, payload).catch((err: unknown) => {
-            // kafkajs retries the batch from the last committed offset: nothing is lost.
-            this.o.logger.error('batch failed, it will be retried', {
-              topic: payload.batch.topic,
-              partition: payload.batch.partition,
-              error: (err as Error).message,
-            });
-            throw err;
-          }),
-      });
-      lane.consumer = consumer;
-      lane.subscribed = new Set(topics);
-      this.o.logger.info('subscribed', { lane: lane.name, topics });
+      await this.startLane(lane, topics);
     }
     await this.checkDatabase(); // readiness follows the database, not the consumer's existence
+    this.health(); // keeps the stalled-partitions gauge current between probes
+  }
+
+  /** (Re)creates a lane's consumer on `topics`; a crash it cannot recover from schedules a restart. */
+  private async startLane(lane: Lane, topics: string[]): Promise<void> {
+    clearTimeout(lane.restartTimer);
+    lane.restartTimer = undefined;
+    const previous = lane.consumer;
+    lane.consumer = undefined;
+    lane.running = false;
+    await previous?.disconnect().catch(() => undefined);
+    if (this.stopping) return;
+    const consumer: Consumer = this.kafka.consumer({
+      groupId: lane.groupId,
+      allowAutoTopicCreation: false,
+      // kafkajs restarts a crashed consumer on a timer it arms after the crash: one we have
+      // stopped or replaced must not come back (it would fetch for ever, unowned)
+      retry: { restartOnFailure: () => Promise.resolve(!this.stopping && lane.consumer === consumer) },
+      sessionTimeout: 30_000,
+      heartbeatInterval: 3_000,
+      maxWaitTimeInMs: this.o.flushIntervalMs,
+      maxBytesPerPartition: 4 * 1024 * 1024,
+    });
+    consumer.on(consumer.events.GROUP_JOIN, () => {
+      if (lane.consumer !== consumer) return;
+      lane.running = true;
+      // partitions may have moved to another instance: progress is measured anew from here
+      for (const [k, p] of this.progress) if (p.lane === lane.name) this.progress.delete(k);
+    });
+    consumer.on(consumer.events.CRASH, ({ payload }) => {
+      if (lane.consumer !== consumer) return;
+      lane.running = false;
+      lane.crashes++;
+      this.o.metrics.consumerRestarts.inc({ lane: lane.name });
+      this.o.logger.error('consumer crashed', {
+        lane: lane.name,
+        error: scrubText(payload.error.message, undefined, 500),
+        restart: payload.restart ? 'kafkajs' : 'bridge',
+      });
+      // kafkajs restarts on its own only after retriable errors; any other crash is ours to undo
+      if (!payload.restart) this.scheduleRestart(lane);
+    });
+    lane.consumer = consumer; // before connecting: the events above belong to this consumer
+    lane.subscribed = new Set(topics);
+    try {
+      await consumer.connect();
+      await consumer.subscribe({ topics, fromBeginning: true });
+    } catch (err) {
+      lane.consumer = undefined; // the next refresh (or restart) tries again
+      await consumer.disconnect().catch(() => undefined);
+      throw err;
+    }
+    await consumer.run({
+      autoCommit: false,
+      eachBatchAutoResolve: false,
+      eachBatch: async (payload) => {
+        try {
+          await lane.handle(consumer, payload.batch, payload);
+          lane.crashes = 0;
+        } catch (err) {
+          // kafkajs retries the batch from the last committed offset: nothing is lost.
+          this.o.logger.error('batch failed, it will be retried', {
+            lane: lane.name,
+            topic: payload.batch.topic,
+            partition: payload.batch.partition,
+            error: scrubText((err as Error).message, undefined, 500),
+          });
+          throw err;
+        }
+      },
+    });
+    this.o.logger.info('subscribed', { lane: lane.name, topics });
+  }
+
+  /** Starts a crashed lane again after a backoff (500 ms doubling, at most `restartBackoffMaxMs`). */
+  private scheduleRestart(lane: Lane): void {
+    if (this.stopping || lane.restartTimer) return;
+    const delay = Math.min(this.o.restartBackoffMaxMs ?? 30_000, 500 * 2 ** Math.min(lane.crashes - 1, 10));
+    this.o.logger.warn('restarting consumer', { lane: lane.name, delay_ms: delay });
+    lane.restartTimer = setTimeout(() => {
+      lane.restartTimer = undefined;
+      const topics = [...lane.subscribed];
+      this.startLane(lane, topics).catch((err: unknown) => {
+        this.o.logger.error('consumer restart failed', { lane: lane.name, error: (err as Error).message });
+        lane.crashes++;
+        this.scheduleRestart(lane);
+      });
+    }, delay);
+  }
+
+  /** Records a partition's lag after a committed chunk (stall detection, the lag gauge). */
+  private recordProgress(lane: Lane, topic: string, partition: number, lag: number): void {
+    this.progress.set(`${lane.name}|${topic}|${partition}`, { lane: lane.name, topic, partition, lag, at: Date.now() });
+    this.o.metrics.lag.set({ topic, partition: String(partition) }, lag);
   }
 
   private async checkDatabase(): Promise<void> {
@@ -242,17 +372,21 @@ export class Bridge {
       this.o.metrics.consumed.inc({ topic }, chunk.length);
       const decoded = await this.retrying('registry', ctl, () => this.decodeChunk(topic, partition, chunk));
       if (decoded === ABORTED) return;
-      const poison = decoded.filter((d): d is Extract<Decoded, { kind: 'poison' }> => d.kind === 'poison');
-      const rows = decoded.filter((d): d is Extract<Decoded, { kind: 'ok' }> => d.kind === 'ok').map((d) => d.row);
+      const poison = decoded.filter((d): d is Poison => d.kind === 'poison');
+      const good = decoded.filter((d): d is Extract<Decoded, { kind: 'ok' }> => d.kind === 'ok');
       if (poison.length > 0) {
         const sent = await this.retrying('kafka', ctl, () => this.quarantine(topic, partition, poison));
         if (sent === ABORTED) return;
       }
       const t0 = process.hrtime.bigint();
-      const result = await this.retrying('database', ctl, () =>
-        appendToEventLog(this.o.pool, rows, this.o.commitJitterMs),
-      );
-      if (result === ABORTED) return;
+      const written = await this.retrying('database', ctl, () => this.appendIsolatingRefused(good));
+      if (written === ABORTED) return;
+      const { result, refused } = written;
+      if (refused.length > 0) {
+        const sent = await this.retrying('kafka', ctl, () => this.quarantine(topic, partition, refused));
+        if (sent === ABORTED) return;
+      }
+      const rows = good.map((g) => g.row).filter((r) => !refused.some((x) => x.eventId === r.event_id));
       this.lastDbOk = true;
       this.o.metrics.insertDuration.observe(Number(process.hrtime.bigint() - t0) / 1e9);
       this.o.metrics.batchSize.observe(rows.length);
@@ -263,8 +397,10 @@ export class Bridge {
       const lastOffset = (chunk.at(-1) as KafkaMessage).offset;
       ctl.resolveOffset(lastOffset);
       await consumer.commitOffsets([{ topic, partition, offset: (BigInt(lastOffset) + 1n).toString() }]);
-      this.o.metrics.lag.set(
-        { topic, partition: String(partition) },
+      this.recordProgress(
+        this.lanes[0] as Lane,
+        topic,
+        partition,
         Math.max(0, Number(batch.highWatermark) - Number(lastOffset) - 1),
       );
       this.o.logger.debug('batch written', {
@@ -280,9 +416,11 @@ export class Bridge {
 
   /**
    * A colony's DLQ topic → `core.dead_letter_queue`, record by record, in order. Error texts are
-   * scrubbed of the payload's values (handlers' errors may quote them). A record whose event is
-   * not in the log yet waits for the bridge to write it (the two topics are consumed
-   * independently), up to `dlqEventWaitMs`, then goes to quarantine.
+   * scrubbed (sdk/error-text.ts). A record whose event is not in the log yet waits for it only
+   * while it can still arrive — the events lane has not passed the original's offset, which
+   * exists — and at most `dlqEventWaitMs`; a record whose event cannot arrive (never produced,
+   * quarantined, or a forged position) goes to quarantine at once, so a bad DLQ record never
+   * delays the ones behind it.
    */
   private async handleDlqBatch(
     consumer: Consumer,
@@ -291,6 +429,10 @@ export class Bridge {
   ): Promise<void> {
     const { topic, partition } = batch;
     const colonia = this.o.topics.coloniaDaDlq(topic) as string;
+    const toQuarantine = (reason: string, detail: string, message: KafkaMessage) =>
+      this.retrying('kafka', ctl, () =>
+        this.quarantine(topic, partition, [{ kind: 'poison', reason, detail, message }]),
+      );
     for (const message of batch.messages) {
       if (!ctl.isRunning() || ctl.isStale()) return;
       const record = this.readDlqRecord(message, colonia);
@@ -301,12 +443,11 @@ export class Bridge {
         if (r === ABORTED) return;
         if (r) this.o.metrics.deadLetters.inc({ colonia, estado: 'resolved' });
       } else if (typeof record === 'string') {
-        const sent = await this.retrying('kafka', ctl, () =>
-          this.quarantine(topic, partition, [{ kind: 'poison', reason: 'invalid-header', detail: record, message }]),
-        );
-        if (sent === ABORTED) return;
+        if ((await toQuarantine('invalid-header', record, message)) === ABORTED) return;
       } else {
         const waitUntil = Date.now() + (this.o.dlqEventWaitMs ?? 60_000);
+        let mayArrive: boolean | undefined;
+        let checkedAt = 0;
         for (;;) {
           const r = await this.retrying('database', ctl, () =>
             recordFailure(this.o.pool, record, this.o.dlqMaxTentativas),
@@ -316,18 +457,21 @@ export class Bridge {
             this.o.metrics.deadLetters.inc({ colonia, estado: r.estado });
             break;
           }
-          if (Date.now() > waitUntil) {
-            const sent = await this.retrying('kafka', ctl, () =>
-              this.quarantine(topic, partition, [
-                {
-                  kind: 'poison',
-                  reason: 'event-not-in-log',
-                  detail: `event ${record.event_id} never reached core.event_log`,
-                  message,
-                },
-              ]),
-            );
-            if (sent === ABORTED) return;
+          if (mayArrive === undefined || Date.now() - checkedAt > 1000) {
+            const m = await this.retrying('kafka', ctl, () => this.eventMayStillArrive(message));
+            if (m === ABORTED) return;
+            checkedAt = Date.now();
+            // the events lane may have written it between our insert attempt and the check: the
+            // verdict "cannot arrive" stands only if one more attempt still finds nothing
+            if (!m && mayArrive !== false) {
+              mayArrive = false;
+              continue;
+            }
+            mayArrive = m;
+          }
+          if (!mayArrive || Date.now() > waitUntil) {
+            const detail = `event ${record.event_id} ${mayArrive ? 'did not reach core.event_log in time' : 'cannot reach core.event_log (never produced, quarantined, or the record names a position that does not exist)'}`;
+            if ((await toQuarantine('event-not-in-log', detail, message)) === ABORTED) return;
             break;
           }
           await ctl.heartbeat().catch(() => undefined);
@@ -337,7 +481,36 @@ export class Bridge {
       }
       ctl.resolveOffset(message.offset);
       await consumer.commitOffsets([{ topic, partition, offset: (BigInt(message.offset) + 1n).toString() }]);
+      this.recordProgress(
+        this.lanes[1] as Lane,
+        topic,
+        partition,
+        Math.max(0, Number(batch.highWatermark) - Number(message.offset) - 1),
+      );
     }
+  }
+
+  /**
+   * Whether a dead-lettered event that is not in the log may still get there: the record names
+   * an event topic's partition and an offset that exists, and the events lane's committed
+   * offset there is not past it. Anything else (a reprocessing topic, a forged or missing
+   * position, a topic that does not exist) means it never will.
+   */
+  private async eventMayStillArrive(message: KafkaMessage): Promise<boolean> {
+    const admin = this.admin;
+    const original = headerString(message.headers, DLQ_HEADERS.topic);
+    const p = Number(headerString(message.headers, DLQ_HEADERS.partition));
+    const offset = headerString(message.headers, DLQ_HEADERS.offset) ?? '';
+    if (!admin || !original || this.o.topics.tipoDe(original) === undefined) return false;
+    if (!Number.isInteger(p) || p < 0 || !/^\d{1,19}$/.test(offset)) return false;
+    if (!(await admin.listTopics()).includes(original)) return false;
+    if (!(this.lanes[0]?.subscribed.has(original) ?? false)) return true; // a new topic the lane picks up soon
+    const ends = await admin.fetchTopicOffsets(original);
+    const end = ends.find((e) => e.partition === p);
+    if (!end || BigInt(offset) >= BigInt(end.high)) return false;
+    const [committed] = await admin.fetchOffsets({ groupId: this.o.groupId, topics: [original] });
+    const c = committed?.partitions.find((x) => x.partition === p)?.offset;
+    return c === undefined || !/^\d+$/.test(c) || BigInt(c) <= BigInt(offset);
   }
 
   /** The DLQ fields of a record, or why it cannot be read. */
@@ -352,13 +525,16 @@ export class Bridge {
     }
     const text = (name: string): string | undefined => headerString(message.headers, name);
     const failedAt = text(DLQ_HEADERS.failedAt);
+    const handler = text(DLQ_HEADERS.handler);
+    const stack = text(DLQ_HEADERS.errorStack) || undefined;
     return {
       event_id: eventId,
       colonia,
-      handler_nome: text(DLQ_HEADERS.handler)?.slice(0, 255) ?? null,
-      mensagem_erro: scrubText(text(DLQ_HEADERS.errorMessage) ?? '(sem mensagem)', payload),
-      pilha_erro: text(DLQ_HEADERS.errorStack) ? scrubText(text(DLQ_HEADERS.errorStack) as string, payload) : null,
-      falhou_em: failedAt && isIsoTimestamp(failedAt) ? failedAt : new Date().toISOString(),
+      // every text through the shared rules: scrubbed of personal data, then storable
+      handler_nome: handler === undefined ? null : storableText(scrubText(handler, payload, 255), 255),
+      mensagem_erro: scrubText(text(DLQ_HEADERS.errorMessage) ?? '(sem mensagem)', payload, 4000),
+      pilha_erro: stack === undefined ? null : scrubText(stack, payload, 8000),
+      falhou_em: failedAt && isStorableTimestamp(failedAt) ? failedAt : new Date().toISOString(),
     };
   }
 
@@ -370,6 +546,7 @@ export class Bridge {
         const policy = this.o.catalog.tipo(ev.tipo)?.redacao ?? { campos: {} };
         out.push({
           kind: 'ok',
+          message,
           row: {
             event_id: ev.event_id,
             tipo: ev.tipo,
@@ -394,27 +571,71 @@ export class Bridge {
     return out;
   }
 
-  private async quarantine(
-    topic: string,
-    partition: number,
-    poison: Array<Extract<Decoded, { kind: 'poison' }>>,
-  ): Promise<void> {
-    await this.producer?.send({
-      topic: this.o.topics.quarentena(),
-      acks: -1,
-      messages: poison.map((p) => ({
-        key: p.message.key,
-        value: p.message.value,
-        headers: {
-          ...p.message.headers,
-          [QUARANTINE_HEADERS.reason]: p.reason,
-          [QUARANTINE_HEADERS.detail]: p.detail.slice(0, 2000),
-          [QUARANTINE_HEADERS.topic]: topic,
-          [QUARANTINE_HEADERS.partition]: String(partition),
-          [QUARANTINE_HEADERS.offset]: p.message.offset,
-        },
-      })),
-    });
+  /**
+   * Appends the chunk in one transaction; if PostgreSQL refuses it for a row's content (a data
+   * or integrity SQLSTATE — the shared rule should make this rare), the rows are written one by
+   * one, in order, and the refused ones come back as poison with their SQLSTATE: the partition
+   * moves on instead of retrying the same batch for ever.
+   */
+  private async appendIsolatingRefused(
+    good: Array<Extract<Decoded, { kind: 'ok' }>>,
+  ): Promise<{ result: WriteResult; refused: Array<Poison & { eventId: string }> }> {
+    const rows = good.map((g) => g.row);
+    try {
+      return { result: await appendToEventLog(this.o.pool, rows, this.o.commitJitterMs), refused: [] };
+    } catch (err) {
+      const state = sqlstateOf(err);
+      if (isRetriable(err) || !state || !REFUSED_ROW_SQLSTATE.test(state)) throw err;
+    }
+    const result: WriteResult = { inserted: [], duplicates: [] };
+    const refused: Array<Poison & { eventId: string }> = [];
+    for (const g of good) {
+      try {
+        const r = await appendToEventLog(this.o.pool, [g.row], this.o.commitJitterMs);
+        result.inserted.push(...r.inserted);
+        result.duplicates.push(...r.duplicates);
+      } catch (err) {
+        const state = sqlstateOf(err);
+        if (isRetriable(err) || !state || !REFUSED_ROW_SQLSTATE.test(state)) throw err;
+        this.o.metrics.refusedRows.inc({ sqlstate: state });
+        refused.push({
+          kind: 'poison',
+          reason: 'database-refused',
+          detail: `PostgreSQL refused the row (SQLSTATE ${state})`,
+          message: g.message,
+          eventId: g.row.event_id,
+        });
+      }
+    }
+    return { result, refused };
+  }
+
+  /**
+   * Copies records to the quarantine topic with their reason. A copy the broker refuses (too
+   * large once the quarantine headers are added, or otherwise invalid) is quarantined by
+   * reference instead — topic, partition, offset, size and reason, no key, value or original
+   * headers — so the quarantine always succeeds and the partition moves on.
+   */
+  private async quarantine(topic: string, partition: number, poison: Poison[]): Promise<void> {
+    const producer = this.producer;
+    if (!producer) throw new FeromoniosError('BUS_CLOSED', 'the bridge is not started');
+    const send = (messages: Message[]) =>
+      producer.send({ topic: this.o.topics.quarentena(), acks: -1, messages }).then(() => undefined);
+    const copies = poison.map((p) => quarantineCopy(topic, partition, p));
+    try {
+      await send(copies);
+    } catch (err) {
+      if (isRetriable(err)) throw err;
+      for (const [i, p] of poison.entries()) {
+        try {
+          await send([copies[i] as Message]);
+        } catch (one) {
+          if (isRetriable(one)) throw one;
+          await send([quarantineReference(topic, partition, p, one)]);
+          this.o.metrics.quarantinedByReference.inc({ reason: p.reason });
+        }
+      }
+    }
     for (const p of poison) {
       this.o.metrics.quarantined.inc({ reason: p.reason });
       this.o.logger.warn('record quarantined', {
@@ -422,7 +643,8 @@ export class Bridge {
         partition,
         offset: p.message.offset,
         reason: p.reason,
-        detail: p.detail.slice(0, 300),
+        event_id: eventIdOf(p.message),
+        detail: scrubText(p.detail, undefined, 300),
       });
     }
   }
@@ -456,4 +678,47 @@ export class Bridge {
       }
     }
   }
+}
+
+/** A header's value when it is a UUID (for logs), else nothing. */
+function eventIdOf(message: KafkaMessage): string | undefined {
+  const id = headerString(message.headers, HEADER.id);
+  return id && isUuid(id) ? id : undefined;
+}
+
+/** The quarantine copy: original key, value and headers, plus the reason and the origin. */
+function quarantineCopy(topic: string, partition: number, p: Poison): Message {
+  return {
+    key: p.message.key,
+    value: p.message.value,
+    headers: {
+      ...p.message.headers,
+      [QUARANTINE_HEADERS.reason]: p.reason,
+      [QUARANTINE_HEADERS.detail]: storableText(p.detail, 2000),
+      [QUARANTINE_HEADERS.topic]: topic,
+      [QUARANTINE_HEADERS.partition]: String(partition),
+      [QUARANTINE_HEADERS.offset]: p.message.offset,
+    },
+  };
+}
+
+/** What is quarantined when the copy itself cannot be produced: where the record is, and why. */
+function quarantineReference(topic: string, partition: number, p: Poison, refusal: unknown): Message {
+  const why = (refusal as { type?: unknown }).type;
+  return {
+    key: null,
+    value: null,
+    headers: {
+      [QUARANTINE_HEADERS.reason]: p.reason,
+      [QUARANTINE_HEADERS.detail]: storableText(
+        `${p.detail} — quarantined by reference: the broker refused the copy${typeof why === 'string' ? ` (${why})` : ''}`,
+        2000,
+      ),
+      [QUARANTINE_HEADERS.topic]: topic,
+      [QUARANTINE_HEADERS.partition]: String(partition),
+      [QUARANTINE_HEADERS.offset]: p.message.offset,
+      [QUARANTINE_HEADERS.size]: String(p.message.value?.length ?? 0),
+      [QUARANTINE_HEADERS.reference]: 'true',
+    },
+  };
 }

@@ -37,6 +37,11 @@ export const bridgeEnv = {
     unit: 'bytes',
     doc: 'Records larger than this are quarantined.',
   }),
+  BRIDGE_STALL_AFTER_MS: env.int({
+    min: 1000,
+    default: 60_000,
+    doc: 'A partition with lag and no progress this long is reported stalled (metric, /ready 503), in milliseconds.',
+  }),
   BRIDGE_FAULT_COMMIT_JITTER_MS: env.int({
     min: 0,
     max: 10000,

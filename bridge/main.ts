@@ -36,11 +36,12 @@ async function main(): Promise<void> {
     topicRefreshMs: cfg.BRIDGE_TOPIC_REFRESH_MS,
     maxPayloadBytes: cfg.BRIDGE_MAX_PAYLOAD_BYTES,
     commitJitterMs: cfg.BRIDGE_FAULT_COMMIT_JITTER_MS,
+    stallAfterMs: cfg.BRIDGE_STALL_AFTER_MS,
     dlqMaxTentativas: cfg.DLQ_MAX_TENTATIVAS,
     logger,
     metrics,
   });
-  const server = await startOpsServer(cfg.BRIDGE_PORT, metrics.registry, () => bridge.ready());
+  const server = await startOpsServer(cfg.BRIDGE_PORT, metrics.registry, () => bridge.health());
   await bridge.start();
   logger.info('bridge listening', { port: cfg.BRIDGE_PORT });
 

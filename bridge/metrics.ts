@@ -56,6 +56,30 @@ export class BridgeMetrics {
     labelNames: ['topic', 'partition'],
     registers: [this.registry],
   });
+  readonly consumerRestarts = new Counter({
+    name: 'feromonios_bridge_consumer_restarts_total',
+    help: 'Lane consumers that crashed and were started again (by kafkajs or by the bridge), per lane.',
+    labelNames: ['lane'],
+    registers: [this.registry],
+  });
+  readonly quarantinedByReference = new Counter({
+    name: 'feromonios_bridge_quarantined_by_reference_total',
+    help: 'Quarantined records whose copy the broker refused, recorded by reference (topic, partition, offset), per reason.',
+    labelNames: ['reason'],
+    registers: [this.registry],
+  });
+  readonly stalledPartitions = new Gauge({
+    name: 'feromonios_bridge_stalled_partitions',
+    help: 'Partitions with lag and no progress for BRIDGE_STALL_AFTER_MS, per lane.',
+    labelNames: ['lane'],
+    registers: [this.registry],
+  });
+  readonly refusedRows = new Counter({
+    name: 'feromonios_bridge_refused_rows_total',
+    help: 'Rows PostgreSQL refused (isolated from their batch and quarantined), per SQLSTATE.',
+    labelNames: ['sqlstate'],
+    registers: [this.registry],
+  });
   readonly highestSequence = new Gauge({
     name: 'feromonios_bridge_highest_sequence',
     help: 'Highest sequence_number this instance wrote.',

@@ -1,18 +1,25 @@
 import http from 'node:http';
 import type { Registry } from 'prom-client';
 
-/** `/health` (process alive), `/ready` (dependencies reachable), `/metrics` (Prometheus). */
+/** What a process says about its readiness: a yes/no, or that with the detail of why. */
+export type Readiness = boolean | { ready: boolean }; // an object may carry its detail, sent as it is
+
+/**
+ * `/health` (process alive), `/ready` (dependencies reachable and work progressing; 503 with
+ * the detail when not), `/metrics` (Prometheus).
+ */
 export function startOpsServer(
   port: number,
   registry: Registry,
-  ready: () => boolean | Promise<boolean>,
+  ready: () => Readiness | Promise<Readiness>,
 ): Promise<http.Server> {
   const server = http.createServer((req, res) => {
     void (async () => {
       if (req.url === '/health') return send(res, 200, { status: 'ok' });
       if (req.url === '/ready') {
-        const ok = await Promise.resolve(ready()).catch(() => false);
-        return send(res, ok ? 200 : 503, { status: ok ? 'ready' : 'not-ready' });
+        const r = await Promise.resolve(ready()).catch((): Readiness => false);
+        const { ready: ok, ...detail } = typeof r === 'boolean' ? { ready: r } : r;
+        return send(res, ok ? 200 : 503, { status: ok ? 'ready' : 'not-ready', ...detail });
       }
       if (req.url === '/metrics') {
         res.writeHead(200, { 'content-type': registry.contentType });

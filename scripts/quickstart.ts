@@ -6,10 +6,10 @@
  * `npm start -- --once` exits after the demo (used by test/quickstart.e2e.test.ts).
  */
 import { randomBytes, randomUUID } from 'node:crypto';
-import type http from 'node:http';
 import pg from 'pg';
 import { Registry } from 'prom-client';
 import { createAuditApp } from '../audit-api/app';
+import { listenAuditServer } from '../audit-api/server';
 import { loadAuditConfig, tokenOptions } from '../audit-api/config';
 import { signOperatorToken } from '../audit-api/operator-auth';
 import { AuditMetrics } from '../audit-api/metrics';
@@ -84,7 +84,7 @@ async function main(): Promise<void> {
     logger: jsonLogger('bridge', 'warn'),
     metrics,
   });
-  const server = await startOpsServer(bridgePort, metrics.registry, () => bridge.ready());
+  const server = await startOpsServer(bridgePort, metrics.registry, () => bridge.health());
 
   // A demo subscriber: colony D-4 handles the flow live (full payload, before redaction).
   const handled: string[] = [];
@@ -143,16 +143,10 @@ async function main(): Promise<void> {
     logger: silentLogger,
     metricsRegistry: registry,
   });
-  const app = createAuditApp({
-    bus: auditBus,
-    pool,
-    config: auditConfig,
-    logger: jsonLogger('audit-api', 'warn'),
-    metrics: new AuditMetrics(registry),
-  });
-  const auditServer = await new Promise<http.Server>((resolve, reject) => {
-    const srv = app.listen(auditPort, '127.0.0.1', (err?: Error) => (err ? reject(err) : resolve(srv)));
-  });
+  const auditLogger = jsonLogger('audit-api', 'warn');
+  const auditMetrics = new AuditMetrics(registry);
+  const app = createAuditApp({ bus: auditBus, pool, config: auditConfig, logger: auditLogger, metrics: auditMetrics });
+  const auditServer = await listenAuditServer(app, auditLogger, auditMetrics, auditPort, '127.0.0.1');
   const token = await signOperatorToken(
     tokenOptions(auditConfig),
     { sub: 'operador-demo', papel: 'operador' },

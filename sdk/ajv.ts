@@ -1,5 +1,6 @@
 import Ajv2020 from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
+import { isStorableTimestamp } from './storable';
 
 /**
  * The one Ajv configuration of the project: JSON Schema draft 2020-12 with formats, strict
@@ -9,5 +10,8 @@ import addFormats from 'ajv-formats';
 export function createAjv(): Ajv2020 {
   const ajv = new Ajv2020({ strict: true, allErrors: true, allowUnionTypes: true });
   addFormats(ajv);
+  // The date-time PostgreSQL stores unchanged (storable.ts), for inputs that become query
+  // parameters or columns: the audit API's filters.
+  ajv.addFormat('feromonios-instante', { type: 'string', validate: isStorableTimestamp });
   return ajv;
 }

@@ -9,6 +9,8 @@ import type { SdkMetrics } from './metrics';
 import { eventoDoLog, LIMITE_MAXIMO, type LogRow } from './event-log-reader';
 import { reprocessMessage, REPROCESS_HEADERS } from './reprocessing';
 import type { SchemaIdResolver } from './schema-ids';
+import { colonyCodeProblem, operatorIdProblem, storableText } from './storable';
+import { scrubText } from './error-text';
 import type { TopicNames } from './topics';
 
 /** Options of `reprocessarPendentesDLQ`. */
@@ -82,6 +84,8 @@ export interface DlqReprocessorDeps {
   send(topic: string, messages: Message[]): Promise<void>;
   logger: Logger;
   metrics: SdkMetrics;
+  /** Fault injection only (tests): runs right after the claim committed. */
+  faultAfterClaim?: () => Promise<void>;
 }
 
 /**
@@ -100,15 +104,19 @@ export class DlqReprocessor {
 
   async reprocessar(colonia: string, opcoes: OpcoesReprocessamento = {}): Promise<ResultadoReprocessamento> {
     const o = { ...defaultOpcoesReprocessamento, ...opcoes };
-    if (!/^[\w.-]{1,100}$/.test(colonia))
-      throw new FeromoniosError(
-        'BAD_REQUEST',
-        `colonia must be 1-100 characters of [A-Za-z0-9_.-], got ${JSON.stringify(colonia)}`,
-      );
+    // The shared rules (storable.ts): the colony becomes a topic name and a column, the
+    // requester a column of the audit trail, which must never hold personal data.
+    const coloniaProblem = colonyCodeProblem(colonia);
+    if (coloniaProblem) throw new FeromoniosError('BAD_REQUEST', `colonia ${coloniaProblem}`);
+    const solicitanteProblem = operatorIdProblem(o.solicitante);
+    if (solicitanteProblem) throw new FeromoniosError('BAD_REQUEST', `solicitante ${solicitanteProblem}`);
     const pedido = randomUUID();
     const { claimed, restantes } = await this.claim(pedido, colonia, o);
-    const topic = this.d.topics.reprocessar(colonia);
+    // From here on every failure goes through `release`: the entries go back to `pendente` and
+    // the audit row is closed as `falhou`, never left `em_andamento`.
     try {
+      await this.d.faultAfterClaim?.();
+      const topic = this.d.topics.reprocessar(colonia);
       const originals = await readDeadLetterOriginals(
         this.d.kafka,
         this.d.topics.dlq(colonia),
@@ -140,8 +148,9 @@ export class DlqReprocessor {
                 concluido_em = now() WHERE id = $1`,
         [pedido, result.reprocessados, result.originais, result.redigidos],
       );
-      this.d.metrics.reprocessed.inc({ colonia, fonte: 'original' }, result.originais);
-      this.d.metrics.reprocessed.inc({ colonia, fonte: 'redigido' }, result.redigidos);
+      // Only colonies that really had entries get series: a caller-chosen name never does.
+      if (result.originais > 0) this.d.metrics.reprocessed.inc({ colonia, fonte: 'original' }, result.originais);
+      if (result.redigidos > 0) this.d.metrics.reprocessed.inc({ colonia, fonte: 'redigido' }, result.redigidos);
       this.d.logger.info('DLQ reprocessada', { colonia, pedido_id: pedido, ...countsOf(result) });
       return result;
     } catch (err) {
@@ -209,6 +218,14 @@ export class DlqReprocessor {
     try {
       await client.query('BEGIN');
       await client.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [LOCK_NAMESPACE, colonia]);
+      // A request whose process died between its claim and its end left its row in progress:
+      // once its entries are taken again (retryingExpiraMs), its row is closed as failed.
+      await client.query(
+        `UPDATE core.dlq_reprocessamento
+            SET resultado = 'falhou', concluido_em = now(), detalhe = 'abandoned: the request did not finish'
+          WHERE colonia = $1 AND resultado = 'em_andamento' AND solicitado_em < now() - $2 * interval '1 millisecond'`,
+        [colonia, o.retryingExpiraMs],
+      );
       if (o.intervaloMinimoMs > 0) {
         const recent = await client.query<{ wait_ms: number }>(
           `SELECT ceil(extract(epoch FROM (max(solicitado_em) + $2 * interval '1 millisecond' - now())) * 1000)::int AS wait_ms
@@ -265,7 +282,14 @@ export class DlqReprocessor {
 
   /** Sending failed: the entries go back to `pendente`, the audit row says why. */
   private async release(pedido: string, colonia: string, claimed: Claimed[], err: unknown): Promise<void> {
-    const detalhe = err instanceof FeromoniosError ? `${err.code}: ${err.message}` : 'internal error';
+    const detalhe = storableText(
+      scrubText(
+        err instanceof FeromoniosError
+          ? `${err.code}: ${err.message}`
+          : `internal error (${(err as Error)?.name ?? typeof err})`,
+      ),
+      2000,
+    );
     await this.d.pool
       .query(
         `UPDATE core.dead_letter_queue SET status = 'pendente'
@@ -276,7 +300,7 @@ export class DlqReprocessor {
     await this.d.pool
       .query(
         `UPDATE core.dlq_reprocessamento SET resultado = 'falhou', detalhe = $2, concluido_em = now() WHERE id = $1`,
-        [pedido, detalhe.slice(0, 2000)],
+        [pedido, detalhe],
       )
       .catch(() => undefined);
     this.d.logger.error('reprocessamento da DLQ falhou', { colonia, pedido_id: pedido, error: detalhe });

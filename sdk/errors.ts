@@ -134,7 +134,8 @@ export class WireFormatError extends FeromoniosError {
       | 'schema-invalid'
       | 'too-large'
       | 'missing-header'
-      | 'invalid-header',
+      | 'invalid-header'
+      | 'deprecated-type',
     message: string,
   ) {
     super('WIRE_FORMAT', message);

@@ -282,6 +282,15 @@ export class EventBus {
     await Promise.all(subs.map((s) => (s ? s.pronto() : Promise.resolve())));
   }
 
+  /**
+   * Each colony's consumer, for the colony's own `/ready`: `consumindo` is false while its
+   * subscription is being (re)tried — the broker unreachable at boot, or after a crash — which
+   * the SDK does by itself, with backoff (`feromonios_subscriber_restarts_total`).
+   */
+  estadoDasInscricoes(): Array<{ colonia: string; consumindo: boolean }> {
+    return [...this.colonias.entries()].map(([colonia, sub]) => ({ colonia, consumindo: sub.consumindo }));
+  }
+
   /** Seed 4.3: paginated query of the log (`limite` capped at 500), redacted payloads. */
   consultarEventos(filtros: ConsultarEventosDto = {}): Promise<ResultadoPaginado<EventoDoLog>> {
     return this.leitor().consultarEventos(filtros);

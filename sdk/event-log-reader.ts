@@ -2,7 +2,8 @@ import type pg from 'pg';
 import type { EventoConsultado } from './contract';
 import { FeromoniosError } from './errors';
 import type { Logger } from './logger';
-import { isIsoTimestamp, isUuid } from './validation';
+import { colonyCodeProblem, textProblem, timestampProblem } from './storable';
+import { isUuid } from './validation';
 
 /** Filters of `consultarEventos` (seed 4.3). */
 export interface ConsultarEventosDto {
@@ -122,8 +123,16 @@ export class EventLogReader {
       params.push(v);
       where.push(sql.replace('?', `$${params.length}`));
     };
-    if (filtros.tipo !== undefined) add('tipo = ?', filtros.tipo);
-    if (filtros.origem !== undefined) add('origem = ?', filtros.origem);
+    if (filtros.tipo !== undefined) {
+      const p = textProblem(filtros.tipo, 255);
+      if (p) bad(`tipo ${p}`);
+      add('tipo = ?', filtros.tipo);
+    }
+    if (filtros.origem !== undefined) {
+      const p = colonyCodeProblem(filtros.origem);
+      if (p) bad(`origem ${p}`);
+      add('origem = ?', filtros.origem);
+    }
     if (filtros.correlacao_id !== undefined) {
       if (!isUuid(filtros.correlacao_id)) bad(`correlacao_id must be a UUID`);
       add('correlacao_id = ?::uuid', filtros.correlacao_id);
@@ -134,7 +143,8 @@ export class EventLogReader {
     ] as const) {
       const v = filtros[k];
       if (v === undefined) continue;
-      if (!isIsoTimestamp(v)) bad(`${k} must be ISO-8601 with a time zone`);
+      const p = timestampProblem(v);
+      if (p) bad(`${k} ${p}`);
       add(`timestamp ${op} ?::timestamptz`, v);
     }
     const si = seq(filtros.sequence_inicio, 'sequence_inicio');

@@ -16,6 +16,7 @@ export class SdkMetrics {
   readonly outboxPublished: Counter<'schema'>;
   readonly outboxErrors: Counter<'schema' | 'code'>;
   readonly confirmation: Histogram<'tipo' | 'result'>;
+  readonly subscriberRestarts: Counter<'colonia' | 'causa'>;
 
   constructor(readonly registry: Registry = new Registry()) {
     this.published = counter(
@@ -79,6 +80,12 @@ export class SdkMetrics {
       'feromonios_outbox_relay_errors_total',
       'Failed relay passes (by error code) and rows set aside (POISON).',
       ['schema', 'code'],
+    );
+    this.subscriberRestarts = counter(
+      registry,
+      'feromonios_subscriber_restarts_total',
+      "A colony's consumer started again: after a failed subscription (causa=inscricao) or a crash (causa=falha).",
+      ['colonia', 'causa'],
     );
     this.confirmation = histogram(
       registry,

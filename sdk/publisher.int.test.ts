@@ -74,7 +74,7 @@ describe('publicar over the real broker and registry', () => {
       ce_type: 'demanda.normalizada',
       ce_source: 'D-1b',
       ce_time: '2026-06-15T10:30:05Z',
-      'content-type': 'application/json',
+      'content-type': 'application/vnd.feromonios.confluent-json',
       ce_versaoschema: '1.0.0',
       ce_correlacaoid: correlacao_id,
       ce_causationid: causation_id,

@@ -124,24 +124,3 @@ export function redactPayload(
   }
   return out;
 }
-
-/**
- * Scrubs free text (error messages, stacks) that may quote payload values: UUIDs stay (they are
- * event ids), e-mail addresses, long digit runs (CPF, phone numbers), and every string value of
- * the payload longer than 3 characters are replaced by `[redigido]`.
- */
-export function scrubText(text: string, payload?: unknown): string {
-  let out = text;
-  const values = new Set<string>();
-  const collect = (v: unknown): void => {
-    if (typeof v === 'string' && v.length > 3) values.add(v);
-    else if (typeof v === 'number' && Math.abs(v) >= 1000) values.add(String(v));
-    else if (Array.isArray(v)) v.forEach(collect);
-    else if (typeof v === 'object' && v !== null) Object.values(v).forEach(collect);
-  };
-  collect(payload);
-  for (const v of [...values].sort((a, b) => b.length - a.length)) out = out.split(v).join('[redigido]');
-  return out
-    .replace(/[\w.+-]+@[\w-]+(\.[\w-]+)+/g, '[redigido]')
-    .replace(/(?<![0-9a-f-])\d[\d.\-/ ]{7,}\d(?![0-9a-f-])/gi, '[redigido]');
-}

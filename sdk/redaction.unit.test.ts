@@ -1,4 +1,7 @@
-import { keyedHash, redactPayload, scrubText, type RedactionPolicy } from './redaction';
+import fc from 'fast-check';
+import { FRAGMENT, scrubText, UNVERIFIABLE } from './error-text';
+import { textProblem } from './storable';
+import { keyedHash, redactPayload, type RedactionPolicy } from './redaction';
 
 const opts = { key: 'k'.repeat(32), coordinateDecimals: 2 };
 
@@ -59,7 +62,7 @@ describe('redaction (allowlist)', () => {
   });
 });
 
-describe('scrubbing free text', () => {
+describe('scrubbing free text (error messages, stacks, log lines)', () => {
   it('removes payload values, e-mails and long digit runs, keeps UUIDs', () => {
     const text = 'falhou para Maria Silva (maria@ex.com, 11 98765-4321) evento 3189de44-cf7f-420d-8e49-af41a64fa7bd';
     const out = scrubText(text, { nome: 'Maria Silva' });
@@ -67,5 +70,90 @@ describe('scrubbing free text', () => {
     expect(out).not.toContain('maria@ex.com');
     expect(out).not.toContain('98765-4321');
     expect(out).toContain('3189de44-cf7f-420d-8e49-af41a64fa7bd');
+  });
+
+  const payload = {
+    demanda_id: '3189de44-cf7f-420d-8e49-af41a64fa7bd',
+    texto_bruto: 'Sou Maria Aparecida da Silva, moro na Rua das Acácias 45 e ele disse "socorro"\nsem água',
+    localizacao_bruta: { lat: -23.55052, lng: -46.633308 },
+    cidadao_id: 'u-77',
+  };
+
+  it.each([
+    [
+      'a name and a street quoted from inside a text',
+      "endereço 'Rua das Acácias' não confere com maria aparecida",
+      ['Acácias', 'aparecida'],
+    ],
+    [
+      'the whole payload through JSON.stringify (quotes, newline, coordinates)',
+      `falhou: ${JSON.stringify(payload)}`,
+      ['Maria', 'Acácias', 'socorro', '23.55', '46.63'],
+    ],
+    ['a CPF glued to letters', 'documento CPF05824924325 inválido', ['05824924325']],
+    [
+      'a formatted CPF and a CNPJ in a sentence',
+      'cpf=058.249.243-25;cnpj 12.345.678/0001-95',
+      ['058.249', '243-25', '345.678', '0001-95'],
+    ],
+    [
+      'an accented e-mail',
+      'destinatário joão.conceição@prefeitura.sp.gov.br recusou',
+      ['joão', 'conceição@', 'prefeitura.sp'],
+    ],
+    ['a phone number glued to text', 'ligar p/+55(11)98765-4321já', ['98765', '4321']],
+    ['coordinates at several precisions', 'fora da área: -23.55,-46.63 / -23.550520 -46.6333', ['23.55', '46.63']],
+  ])('%s', (_name, message, forbidden) => {
+    const out = scrubText(message, payload);
+    for (const f of forbidden) expect(out.toLowerCase()).not.toContain(f.toLowerCase());
+    expect(out).toContain('[redigido]');
+  });
+
+  it('keeps what is not personal: UUIDs, short numbers, code words, error classes', () => {
+    const msg =
+      'TypeError: cannot read x of undefined at event 3189de44-cf7f-420d-8e49-af41a64fa7bd after 3 tries (500 ms)';
+    expect(scrubText(msg, payload)).toBe(msg);
+  });
+
+  it('does not keep a text it cannot verify against a huge event', () => {
+    expect(scrubText('ok', { t: 'x'.repeat(600 * 1024) })).toBe(UNVERIFIABLE);
+  });
+
+  it('property: no planted personal value, nor any 5-character fragment of it, survives, whatever surrounds it', () => {
+    const planted = fc.oneof(
+      fc.constantFrom('Maria Aparecida', 'Rua das Acácias, 45', 'José da Conceição', 'Travessa Ñandú 9'),
+      fc.stringMatching(/^[A-Za-zÀ-ú ]{8,30}$/),
+    );
+    const around = fc.stringMatching(/^[g-zG-Z ]{0,10}$/); // no hex: nothing that can form a UUID
+    fc.assert(
+      fc.property(planted, fc.nat(), fc.nat(), around, around, fc.boolean(), (value, a, b, pre, post, escape) => {
+        const start = a % Math.max(1, value.length - FRAGMENT);
+        const len = FRAGMENT + (b % Math.max(1, value.length - start - FRAGMENT + 1));
+        const fragment = value.slice(start, start + len);
+        const quoted = escape ? JSON.stringify({ v: fragment }) : fragment;
+        const out = scrubText(`${pre}${quoted}${post}`, { texto: value, outro: 'x' });
+        return !out.toLowerCase().includes(fragment.toLowerCase()) && textProblem(out) === undefined;
+      }),
+      { numRuns: 3000 },
+    );
+  });
+
+  it('property: CPFs, phones and e-mails are removed in any surrounding, and the text is always storable', () => {
+    const cpf = fc.stringMatching(/^\d{3}\.?\d{3}\.?\d{3}-?\d{2}$/);
+    const phone = fc.stringMatching(/^(\+55 ?)?\(?\d{2}\)? ?9?\d{4}-?\d{4}$/);
+    const email = fc.emailAddress();
+    const glue = fc.string({ unit: 'binary', maxLength: 6 });
+    fc.assert(
+      fc.property(fc.oneof(cpf, phone, email), glue, glue, (p, pre, post) => {
+        const out = scrubText(`${pre}${p}${post}`);
+        const digits = p.replace(/\D/g, '');
+        return (
+          textProblem(out) === undefined &&
+          !out.includes(p) &&
+          (p.includes('@') || !out.replace(/\D/g, '').includes(digits))
+        );
+      }),
+      { numRuns: 3000 },
+    );
   });
 });

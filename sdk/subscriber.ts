@@ -1,17 +1,18 @@
 import type { Span } from '@opentelemetry/api';
-import { Partitioners, type Consumer, type EachMessagePayload, type Kafka, type Producer } from 'kafkajs';
+import { Partitioners, type Consumer, type EachMessagePayload, type Kafka, type Message, type Producer } from 'kafkajs';
 import type { EventoConsultado } from './contract';
 import { FeromoniosError, isRetriable } from './errors';
 import type { EventDecoder } from './event-decoder';
 import type { Logger } from './logger';
 import type { SdkMetrics } from './metrics';
-import { scrubText } from './redaction';
+import { scrubText } from './error-text';
 import { withInbox, type InboxOptions } from './inbox';
 import { DLQ_OUTCOME_HEADER, REPROCESS_HEADERS } from './reprocessing';
 import { ensureTopics, withAdmin, type TopicNames, type TopicSettings } from './topics';
 import type { PoolClient } from 'pg';
 import { endSpan, startConsumerSpan } from './tracing';
 import { headerString, HEADER } from './wire-format';
+import { isUuid } from './validation';
 
 /** What a handler gets besides the event (optional second argument; seed handlers ignore it). */
 export interface ContextoEntrega {
@@ -72,6 +73,10 @@ export const DLQ_HEADERS = {
   errorCode: 'feromonios_dlq_erro_codigo',
   attempts: 'feromonios_dlq_tentativas',
   failedAt: 'feromonios_dlq_falhou_em',
+  /** `true` when the record is a reference: the copy did not fit, the original stays at topic/partition/offset. */
+  reference: 'feromonios_dlq_referencia',
+  /** Size of the original value, in bytes (on references). */
+  size: 'feromonios_dlq_tamanho',
 } as const;
 
 export class HandlerTimeoutError extends FeromoniosError {
@@ -119,6 +124,7 @@ export class ColonySubscriber {
   private syncing: Promise<void> = Promise.resolve();
   private readyWaiters: Array<() => void> = [];
   private ready = false;
+  private running = false;
   private closed = false;
   private readonly recent = new Map<string, true>();
   private readonly abort = new AbortController();
@@ -144,11 +150,46 @@ export class ColonySubscriber {
       opcoes: { ...defaultOpcoesInscricao, ...opcoes },
     });
     this.ready = false;
-    // Coalesce the calls of one boot: subscribe once, on the next tick.
-    this.syncing = this.syncing.then(() => new Promise<void>((r) => setImmediate(r))).then(() => this.sync());
-    this.syncing.catch((err: unknown) =>
-      this.d.logger.error('subscription failed', { colonia: this.d.colonia, error: (err as Error).message }),
-    );
+    this.requestSync();
+  }
+
+  /**
+   * Coalesces the calls of one boot (subscribe once, on the next tick). A failed attempt — the
+   * broker unreachable at boot, say — is retried with backoff until it succeeds or the bus
+   * closes, and a later call never waits on a failed one: `syncing` never rejects.
+   */
+  private requestSync(): void {
+    this.syncing = this.syncing
+      .catch(() => undefined)
+      .then(() => new Promise<void>((r) => setImmediate(r)))
+      .then(() => this.syncUntilDone());
+  }
+
+  private async syncUntilDone(): Promise<void> {
+    for (let attempt = 1; !this.closed; attempt++) {
+      try {
+        await this.sync();
+        return;
+      } catch (err) {
+        const delay = Math.min(30_000, 500 * 2 ** Math.min(attempt - 1, 10));
+        this.d.metrics.subscriberRestarts.inc({ colonia: this.d.colonia, causa: 'inscricao' });
+        this.d.logger.error('subscription failed, retrying', {
+          colonia: this.d.colonia,
+          tentativa: attempt,
+          delay_ms: delay,
+          error: scrubText((err as Error).message, undefined, 500),
+        });
+        await new Promise<void>((r) => {
+          const t = setTimeout(r, delay);
+          this.abort.signal.addEventListener('abort', () => (clearTimeout(t), r()), { once: true });
+        });
+      }
+    }
+  }
+
+  /** Whether the colony's consumer is consuming now (false while it is being (re)started). */
+  get consumindo(): boolean {
+    return this.running;
   }
 
   /**
@@ -189,9 +230,11 @@ export class ColonySubscriber {
       await this.dlqProducer.connect();
     }
     await this.consumer?.disconnect();
-    const consumer = this.d.kafka.consumer({
+    const consumer: Consumer = this.d.kafka.consumer({
       groupId: this.groupId,
       allowAutoTopicCreation: false,
+      // a consumer closed or replaced while kafkajs was about to restart it must stay stopped
+      retry: { restartOnFailure: () => Promise.resolve(!this.closed && this.consumer === consumer) },
       sessionTimeout: this.d.sessionTimeoutMs,
       heartbeatInterval: Math.min(3_000, Math.floor(this.d.sessionTimeoutMs / 3)),
       maxWaitTimeInMs: 100,
@@ -201,21 +244,45 @@ export class ColonySubscriber {
     // after resolving): declaring ready at GROUP_JOIN would let an event published right after
     // `inscricoesProntas()` fall before that starting point and never be delivered.
     let joined = false;
+    this.consumer = consumer; // before connecting: the events below belong to this consumer
+    this.running = false;
     consumer.on(consumer.events.GROUP_JOIN, () => {
       joined = true;
+      if (this.consumer === consumer) this.running = true;
+    });
+    consumer.on(consumer.events.CRASH, ({ payload }) => {
+      if (this.consumer !== consumer) return;
+      this.running = false;
+      this.d.metrics.subscriberRestarts.inc({ colonia: this.d.colonia, causa: 'falha' });
+      this.d.logger.error('consumer crashed', {
+        colonia: this.d.colonia,
+        error: scrubText(payload.error.message, undefined, 500),
+        restart: payload.restart ? 'kafkajs' : 'sdk',
+      });
+      if (!payload.restart && !this.closed) {
+        // kafkajs gives up on non-retriable errors: subscribe again from scratch
+        this.consumer = undefined;
+        this.subscribedTopics = new Set();
+        this.requestSync();
+      }
     });
     consumer.on(consumer.events.FETCH, () => {
       if (!joined || this.ready) return;
       this.ready = true;
       this.readyWaiters.splice(0).forEach((r) => r());
     });
-    await consumer.connect();
-    await consumer.subscribe({ topics, fromBeginning: this.d.fromBeginning });
-    await consumer.run({
-      partitionsConsumedConcurrently: this.d.partitionsConcurrently,
-      eachMessage: (payload) => this.handle(payload),
-    });
-    this.consumer = consumer;
+    try {
+      await consumer.connect();
+      await consumer.subscribe({ topics, fromBeginning: this.d.fromBeginning });
+      await consumer.run({
+        partitionsConsumedConcurrently: this.d.partitionsConcurrently,
+        eachMessage: (payload) => this.handle(payload),
+      });
+    } catch (err) {
+      this.consumer = undefined; // the retry starts from scratch
+      await consumer.disconnect().catch(() => undefined);
+      throw err;
+    }
     this.subscribedTopics = new Set(topics);
   }
 
@@ -358,7 +425,7 @@ export class ColonySubscriber {
         this.d.logger.error('Falha em manipulador de evento', {
           ...fields,
           tentativa: attempt,
-          error: (err as Error)?.message,
+          error: scrubText(err instanceof Error ? err.message : String(err), evento.payload, 1000),
         });
         if (err instanceof HandlerTimeoutError || this.closed) break;
         if (attempt <= h.opcoes.tentativasExtras) {
@@ -433,31 +500,47 @@ export class ColonySubscriber {
   ): Promise<void> {
     const e = err instanceof Error ? err : new Error(String(err));
     const code = err instanceof FeromoniosError ? err.code : 'HANDLER_FAILED';
-    await this.dlqProducer?.send({
-      topic: this.d.topics.dlq(this.d.colonia),
-      acks: -1,
-      messages: [
-        {
-          key: headerString(message.headers, HEADER.id) ?? message.key,
-          value: message.value,
-          headers: {
-            ...message.headers,
-            [DLQ_HEADERS.topic]: topic,
-            [DLQ_HEADERS.partition]: String(partition),
-            [DLQ_HEADERS.offset]: message.offset,
-            [DLQ_HEADERS.timestamp]: message.timestamp,
-            [DLQ_HEADERS.group]: this.groupId,
-            [DLQ_HEADERS.colonia]: this.d.colonia,
-            [DLQ_HEADERS.handler]: handler,
-            [DLQ_HEADERS.errorMessage]: scrubText(e.message, payload).slice(0, 4000),
-            [DLQ_HEADERS.errorStack]: scrubText(e.stack ?? '', payload).slice(0, 8000),
-            [DLQ_HEADERS.errorCode]: code,
-            [DLQ_HEADERS.attempts]: String(attempts),
-            [DLQ_HEADERS.failedAt]: new Date().toISOString(),
-          },
+    const producer = this.dlqProducer;
+    if (!producer) throw new FeromoniosError('BUS_CLOSED', 'the colony subscriber is closed');
+    const eventId = headerString(message.headers, HEADER.id);
+    const context = {
+      [DLQ_HEADERS.topic]: topic,
+      [DLQ_HEADERS.partition]: String(partition),
+      [DLQ_HEADERS.offset]: message.offset,
+      [DLQ_HEADERS.timestamp]: message.timestamp,
+      [DLQ_HEADERS.group]: this.groupId,
+      [DLQ_HEADERS.colonia]: this.d.colonia,
+      [DLQ_HEADERS.handler]: handler,
+      [DLQ_HEADERS.errorMessage]: scrubText(e.message, payload, 4000),
+      [DLQ_HEADERS.errorStack]: scrubText(e.stack ?? '', payload, 8000),
+      [DLQ_HEADERS.errorCode]: code,
+      [DLQ_HEADERS.attempts]: String(attempts),
+      [DLQ_HEADERS.failedAt]: new Date().toISOString(),
+    };
+    const send = (m: Message) => producer.send({ topic: this.d.topics.dlq(this.d.colonia), acks: -1, messages: [m] });
+    try {
+      await send({
+        key: eventId ?? message.key,
+        value: message.value,
+        headers: { ...message.headers, ...context },
+      });
+    } catch (refused) {
+      if (isRetriable(refused)) throw refused; // kafkajs redelivers the message: at-least-once
+      // The copy does not fit (the error context pushed it over the topic's limit) or the broker
+      // refuses it: dead-letter by reference — where the original is, why, no value — so the
+      // partition still moves on. Reprocessing then uses the redacted log copy.
+      await send({
+        key: eventId && isUuid(eventId) ? eventId : null,
+        value: null,
+        headers: {
+          ...(eventId && isUuid(eventId) ? { [HEADER.id]: eventId } : {}),
+          ...context,
+          [DLQ_HEADERS.errorStack]: '',
+          [DLQ_HEADERS.reference]: 'true',
+          [DLQ_HEADERS.size]: String(message.value?.length ?? 0),
         },
-      ],
-    });
+      });
+    }
     this.d.metrics.deadLettered.inc({ colonia: this.d.colonia, manipulador: handler });
     this.d.logger.error('evento enviado à DLQ', {
       event_id: headerString(message.headers, HEADER.id),

@@ -1,5 +1,6 @@
 import type { Admin, ITopicConfig, Kafka } from 'kafkajs';
 import { ConfigError, isRetriable } from './errors';
+import { colonyCodeProblem } from './storable';
 
 /** How long topic creation keeps retrying retriable broker errors, in milliseconds. */
 const CREATE_TOPICS_PATIENCE_MS = 15_000;
@@ -59,13 +60,9 @@ export class TopicNames {
   }
 }
 
-const COLONIA_RE = /^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$/;
 function checkColonia(colonia: string): string {
-  if (!COLONIA_RE.test(colonia)) {
-    throw new ConfigError(`colonia: expected 1-100 characters of [A-Za-z0-9_-], got ${JSON.stringify(colonia)}`, [
-      'colonia',
-    ]);
-  }
+  const problem = colonyCodeProblem(colonia);
+  if (problem) throw new ConfigError(`colonia ${problem}, got ${JSON.stringify(colonia)}`, ['colonia']);
   return colonia;
 }
 

@@ -2,13 +2,12 @@ import { randomUUID } from 'node:crypto';
 import type { SchemaCatalog, VersaoCatalogada } from './catalog';
 import type { EventoConsultado, PublicarEventoDto } from './contract';
 import { PublishValidationError, SchemaValidationError } from './errors';
+import { colonyCodeProblem, isStorableTimestamp, jsonProblem, textProblem, timestampProblem } from './storable';
 
 /** Largest payload accepted, in bytes of JSON (seed 6.2: 1 MB). */
 export const MAX_PAYLOAD_BYTES = 1024 * 1024;
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-// ISO-8601 date-time with a zone (Z or ±hh:mm), as `Date#toISOString` and RFC 3339 write it.
-const ISO_RE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})$/;
 
 /** An event that passed every check, ready to be encoded. */
 export interface EventoValidado {
@@ -28,9 +27,11 @@ export interface EventoValidado {
 
 export const isUuid = (v: unknown): v is string => typeof v === 'string' && UUID_RE.test(v);
 
-export function isIsoTimestamp(v: unknown): v is string {
-  return typeof v === 'string' && ISO_RE.test(v) && !Number.isNaN(Date.parse(v));
-}
+/**
+ * An ISO-8601 date-time with a zone that PostgreSQL stores as the same instant: a real calendar
+ * date, an offset within ±15:59, years 0001-9999 (`timestampProblem` in storable.ts says why not).
+ */
+export const isIsoTimestamp = isStorableTimestamp;
 
 const fail = (
   code: ConstructorParameters<typeof PublishValidationError>[0],
@@ -92,21 +93,19 @@ export function validarEvento(
     fail(
       'INVALID_TIMESTAMP',
       'timestamp',
-      `timestamp must be ISO-8601 with a time zone, got ${JSON.stringify(timestamp)}`,
+      `timestamp ${timestampProblem(timestamp) ?? 'is invalid'}, got ${JSON.stringify(timestamp)}`,
       index,
     );
-  if (typeof d.origem !== 'string' || d.origem.length === 0 || d.origem.length > 100) {
-    fail(
-      'INVALID_FIELD',
-      'field',
-      `origem must be a colony code of 1-100 characters, got ${JSON.stringify(d.origem)}`,
-      index,
-    );
-  }
-  if (typeof versao_schema !== 'string') fail('INVALID_FIELD', 'field', `versao_schema must be a string`, index);
+  const origemProblem = colonyCodeProblem(d.origem);
+  if (origemProblem) fail('INVALID_FIELD', 'field', `origem ${origemProblem}`, index);
+  const versaoProblem = textProblem(versao_schema, 20);
+  if (versaoProblem) fail('INVALID_FIELD', 'field', `versao_schema ${versaoProblem}`, index);
   if (d.chave_particao !== undefined && (typeof d.chave_particao !== 'string' || d.chave_particao.length === 0)) {
     fail('INVALID_FIELD', 'field', `chave_particao must be a non-empty string`, index);
   }
+  // every string of the payload must be storable (JSONB refuses NUL and unpaired surrogates)
+  const payloadProblem = jsonProblem(payload);
+  if (payloadProblem) fail('INVALID_FIELD', 'payload', `payload ${payloadProblem}`, index);
   // 4. type and version
   if (typeof d.tipo !== 'string')
     return fail(

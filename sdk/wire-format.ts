@@ -12,6 +12,19 @@ import { WireFormatError } from './errors';
  * - key: `correlacao_id`, or the publisher's partition key.
  */
 export const MAGIC_BYTE = 0;
+
+/**
+ * The `content-type` the SDK writes: the value is not plain JSON but a Confluent wire-format
+ * frame around it, so a generic CloudEvents consumer must not parse it as `application/json`
+ * (docs/adr/0007-wire-contract.md). Strip the first 5 bytes to get the JSON.
+ */
+export const CONTENT_TYPE = 'application/vnd.feromonios.confluent-json';
+/**
+ * Content types the bridge and subscribers accept: the current one, and `application/json`
+ * written by SDK 0.1 and by producers following the first version of docs/wire-format.md.
+ */
+export const ACCEPTED_CONTENT_TYPES: readonly string[] = [CONTENT_TYPE, 'application/json'];
+export const SPEC_VERSION = '1.0';
 export const HEADER = {
   specversion: 'ce_specversion',
   id: 'ce_id',
@@ -48,7 +61,12 @@ export function decodeValue(value: Buffer | null): { schemaId: number; payload: 
   try {
     payload = JSON.parse(value.subarray(5).toString('utf8'));
   } catch (err) {
-    throw new WireFormatError('invalid-json', `value after the schema id is not JSON: ${(err as Error).message}`);
+    // JSON.parse quotes the text around the error: only its position is kept (it may be personal data)
+    const at = /position (\d+)/.exec((err as Error).message)?.[1];
+    throw new WireFormatError(
+      'invalid-json',
+      `value after the schema id is not JSON${at === undefined ? '' : ` (error at byte ${at})`}`,
+    );
   }
   return { schemaId, payload, size: value.length - 5 };
 }
@@ -63,12 +81,12 @@ export function buildHeaders(
   extra: { traceparent?: string; partitionKey?: string } = {},
 ): Record<string, string> {
   const h: Record<string, string> = {
-    [HEADER.specversion]: '1.0',
+    [HEADER.specversion]: SPEC_VERSION,
     [HEADER.id]: meta.event_id,
     [HEADER.type]: meta.tipo,
     [HEADER.source]: meta.origem,
     [HEADER.time]: meta.timestamp,
-    [HEADER.contentType]: 'application/json',
+    [HEADER.contentType]: CONTENT_TYPE,
     [HEADER.versaoSchema]: meta.versao_schema,
   };
   if (meta.correlacao_id) h[HEADER.correlacaoId] = meta.correlacao_id;
@@ -96,6 +114,13 @@ export function parseHeaders(headers: IHeaders | undefined): Metadata & { tracep
     if (!v) throw new WireFormatError('missing-header', `required header '${name}' is missing`);
     return v;
   };
+  // the CloudEvents binding's required attributes, as docs/wire-format.md lists them
+  const spec = need(HEADER.specversion);
+  if (spec !== SPEC_VERSION)
+    throw new WireFormatError('invalid-header', `ce_specversion must be ${SPEC_VERSION}, got another version`);
+  const contentType = need(HEADER.contentType).split(';')[0]?.trim().toLowerCase() ?? '';
+  if (!ACCEPTED_CONTENT_TYPES.includes(contentType))
+    throw new WireFormatError('invalid-header', `content-type must be ${ACCEPTED_CONTENT_TYPES.join(' or ')}`);
   const event_id = need(HEADER.id);
   const traceparent = headerString(headers, HEADER.traceparent);
   return {

@@ -1,10 +1,11 @@
+import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type http from 'node:http';
 import type { JWTPayload } from 'jose';
 import { createAuditApp, type AuditAppConfig } from '../../audit-api/app';
 import { loadAuditConfig, tokenOptions } from '../../audit-api/config';
 import { AuditMetrics } from '../../audit-api/metrics';
 import { signOperatorToken } from '../../audit-api/operator-auth';
+import { listenAuditServer } from '../../audit-api/server';
 import type { EventBus } from '../../sdk';
 import { jsonLogger } from '../../sdk/logger';
 import { registerCleanup, type TestDatabase } from './index';
@@ -43,16 +44,10 @@ export async function startTestAuditApi(
   config: Partial<AuditAppConfig> = {},
 ): Promise<TestAuditApi> {
   const logs: string[] = [];
-  const app = createAuditApp({
-    bus,
-    pool: db.pool,
-    config: { ...defaultTestAuditConfig, ...config },
-    logger: jsonLogger('audit-api', 'info', (l) => logs.push(l)),
-    metrics: new AuditMetrics(),
-  });
-  const server = await new Promise<http.Server>((resolve) => {
-    const s = app.listen(0, '127.0.0.1', () => resolve(s));
-  });
+  const logger = jsonLogger('audit-api', 'info', (l) => logs.push(l));
+  const metrics = new AuditMetrics();
+  const app = createAuditApp({ bus, pool: db.pool, config: { ...defaultTestAuditConfig, ...config }, logger, metrics });
+  const server = await listenAuditServer(app, logger, metrics, 0, '127.0.0.1');
   registerCleanup(
     () =>
       new Promise<void>((resolve) => {
@@ -73,4 +68,39 @@ export async function startTestAuditApi(
       return fetch(url + path, { ...rest, headers });
     },
   };
+}
+
+/** A raw HTTP exchange (fetch normalises what an attacker would not: paths, repeated headers). */
+export function rawRequest(
+  url: string,
+  o: { method?: string; path: string; headers?: Array<[string, string]>; body?: Buffer | string },
+): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      {
+        hostname,
+        port,
+        method: o.method ?? 'GET',
+        path: o.path,
+        // a name given twice is sent as two header lines (Node writes an array that way)
+        headers: (o.headers ?? []).reduce<Record<string, string | string[]>>((h, [k, v]) => {
+          const prev = h[k];
+          h[k] = prev === undefined ? v : [...(Array.isArray(prev) ? prev : [prev]), v];
+          return h;
+        }, {}),
+        agent: false,
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (d: Buffer) => chunks.push(d));
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }),
+        );
+        res.on('error', reject);
+      },
+    );
+    req.on('error', reject);
+    req.end(o.body);
+  });
 }

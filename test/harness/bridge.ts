@@ -48,7 +48,7 @@ export async function logRows(
   db: TestDatabase,
 ): Promise<Array<Record<string, unknown> & { sequence_number: string; event_id: string }>> {
   const { rows } = await db.pool.query<Record<string, unknown> & { sequence_number: string; event_id: string }>(
-    'SELECT sequence_number::text AS sequence_number, event_id::text, tipo, versao_schema, timestamp, origem, correlacao_id::text, causation_id::text, payload FROM core.event_log ORDER BY sequence_number',
+    'SELECT sequence_number::text AS sequence_number, event_id::text, tipo, versao_schema, timestamp, origem, correlacao_id::text, causation_id::text, payload FROM core.event_log ORDER BY core.event_log.sequence_number', // the column, not its text alias
   );
   return rows;
 }

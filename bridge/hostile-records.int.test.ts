@@ -1,0 +1,341 @@
+import { randomUUID } from 'node:crypto';
+import net from 'node:net';
+import type { IHeaders } from 'kafkajs';
+import { DLQ_HEADERS } from '../sdk/subscriber';
+import { SAMPLE_PAYLOADS } from '../sdk/testing';
+import { MAX_MESSAGE_BYTES } from '../sdk/topics';
+import { encodeValue, headerString } from '../sdk/wire-format';
+import {
+  createTestDatabase,
+  readTopic,
+  registerCleanup,
+  serviceEnv,
+  testKafka,
+  topicMessageCount,
+  waitFor,
+  type KafkaMessageWithPosition,
+  type TestDatabase,
+} from '../test/harness';
+import { dlqRow, logRows, startTestBridge } from '../test/harness/bridge';
+import { createTestBus } from '../test/harness/bus';
+import { QUARANTINE_HEADERS, type Bridge } from './bridge';
+import type { BridgeMetrics } from './metrics';
+import type { EventBus } from '../sdk';
+
+/**
+ * Records no SDK would produce, from a plain producer (as kcat or the Java client would send
+ * them): each case of issue #12, and the invariant behind all of them — every valid event lands
+ * in order, every bad record is quarantined with a reason, no consumer stays down, `/ready`
+ * tells the truth.
+ */
+describe('hostile records from non-SDK producers (issue #12)', () => {
+  let db: TestDatabase;
+  let bus: EventBus;
+  let bridge: Bridge;
+  let metrics: BridgeMetrics;
+  let schemaId: number;
+  let legadaId: number;
+  const { producer } = testKafka();
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    bus = await createTestBus({ pool: db.pool });
+    const synced = await bus.sincronizarSchemas();
+    schemaId = synced.find((x) => x.tipo === 'demanda.categorizada')?.id as number;
+    legadaId = synced.find((x) => x.tipo === 'demanda.legada')?.id as number;
+    await bus.publicar({
+      tipo: 'demanda.categorizada',
+      origem: 'D-3',
+      payload: { ...SAMPLE_PAYLOADS['demanda.categorizada'] },
+    });
+    ({ bridge, metrics } = await startTestBridge(bus, db, {
+      stallAfterMs: 5_000,
+      dlqEventWaitMs: 60_000,
+    }));
+    await waitFor(() => bridge.ready(), { message: 'bridge ready' });
+  });
+
+  const topic = () => bus.topics.evento('demanda.categorizada');
+  const headers = (over: Record<string, string | undefined> = {}): IHeaders => {
+    const h: Record<string, string | undefined> = {
+      ce_specversion: '1.0',
+      ce_id: randomUUID(),
+      ce_type: 'demanda.categorizada',
+      ce_source: 'kcat',
+      ce_time: '2026-06-15T10:30:10Z',
+      'content-type': 'application/vnd.feromonios.confluent-json',
+      ...over,
+    };
+    return Object.fromEntries(Object.entries(h).filter(([, v]) => v !== undefined));
+  };
+  const validValue = () => encodeValue(schemaId, JSON.stringify(SAMPLE_PAYLOADS['demanda.categorizada']));
+
+  /** Sends `bad` between valid events on one key; returns the valid event ids in order. */
+  async function between(bad: Array<{ value: Buffer | null; headers: IHeaders }>): Promise<string[]> {
+    const p = await producer();
+    const key = randomUUID();
+    const valid: string[] = [];
+    const messages = [];
+    for (const b of bad) {
+      const id = randomUUID();
+      valid.push(id);
+      messages.push({ key, value: validValue(), headers: headers({ ce_id: id }) }, { key, ...b });
+    }
+    const last = randomUUID();
+    valid.push(last);
+    messages.push({ key, value: validValue(), headers: headers({ ce_id: last }) });
+    for (const m of messages) await p.send({ topic: topic(), acks: -1, messages: [m] }); // one batch each: sizes add up otherwise
+    return valid;
+  }
+
+  /** Every record of the quarantine topic so far, by ce_id (or by origin offset when it has none). */
+  const quarantined = async (): Promise<
+    Map<string, { reason?: string; reference?: string; record: KafkaMessageWithPosition }>
+  > => {
+    const q = bus.topics.quarentena();
+    const all = await readTopic(q, await topicMessageCount(q), { timeoutMs: 30_000 });
+    const out = new Map<string, { reason?: string; reference?: string; record: KafkaMessageWithPosition }>();
+    for (const m of all) {
+      const id = headerString(m.headers, 'ce_id') ?? `offset:${headerString(m.headers, QUARANTINE_HEADERS.offset)}`;
+      out.set(id, {
+        reason: headerString(m.headers, QUARANTINE_HEADERS.reason),
+        reference: headerString(m.headers, QUARANTINE_HEADERS.reference),
+        record: m,
+      });
+    }
+    return out;
+  };
+
+  const expectLanded = async (ids: string[]): Promise<void> => {
+    await waitFor(
+      async () => {
+        const rows = (await logRows(db)).map((r) => r.event_id);
+        return ids.every((id) => rows.includes(id)) && rows.filter((r) => ids.includes(r));
+      },
+      { timeoutMs: 60_000, message: `${ids.length} valid events in the log` },
+    );
+    const order = (await logRows(db)).map((r) => r.event_id).filter((r) => ids.includes(r));
+    expect(order).toEqual(ids);
+  };
+
+  it('1. a record whose quarantine copy would not fit is quarantined by reference, and everything behind it lands', async () => {
+    const size = MAX_MESSAGE_BYTES - 600; // fits the topic; the copy, with the quarantine headers, does not
+    const huge = Buffer.alloc(size, 0x61); // not the wire format either
+    const id = randomUUID();
+    const pad = 'x'.repeat(200);
+    const ids = await between([{ value: huge, headers: headers({ ce_id: id, extra: pad }) }]);
+    await expectLanded(ids);
+    const refs = [...(await quarantined()).values()].filter((q) => q.reference === 'true');
+    expect(refs).toHaveLength(1);
+    const ref = refs[0]!.record;
+    expect(ref.value).toBeNull();
+    expect(ref.key).toBeNull();
+    expect(Number(headerString(ref.headers, 'feromonios_origem_tamanho'))).toBe(size);
+    expect(headerString(ref.headers, QUARANTINE_HEADERS.topic)).toBe(topic());
+    expect(headerString(ref.headers, QUARANTINE_HEADERS.reason)).toBe('too-large');
+    expect(bridge.ready()).toBe(true);
+    expect(await metrics.quarantinedByReference.get()).toMatchObject({
+      values: [expect.objectContaining({ value: 1 })],
+    });
+  });
+
+  it('2. values PostgreSQL would refuse never block the partition: impossible dates, NUL, bad offsets, bad origins', async () => {
+    const bad = [
+      { ce_time: '2026-02-30T10:00:00Z' },
+      { ce_time: '2026-01-01T00:00:00+23:00' },
+      { ce_time: '0000-01-01T00:00:00Z' },
+      { ce_source: 'D-\u00003' },
+      { ce_source: 'maria@prefeitura.gov.br' },
+      { ce_source: '52998224725' },
+      { ce_type: 'demanda.categorizada\u0000' },
+    ].map((over) => ({ value: validValue(), headers: headers({ ...over, ce_id: randomUUID() }) }));
+    const nulPayload = {
+      value: encodeValue(
+        schemaId,
+        JSON.stringify({ ...SAMPLE_PAYLOADS['demanda.categorizada'], categoria_id: '1.\u00001' }),
+      ),
+      headers: headers({ ce_id: randomUUID() }),
+    };
+    const loneSurrogate = {
+      value: encodeValue(
+        schemaId,
+        JSON.stringify({ ...SAMPLE_PAYLOADS['demanda.categorizada'], categoria_id: '1.\ud8001' }),
+      ),
+      headers: headers({ ce_id: randomUUID() }),
+    };
+    const ids = await between([...bad, nulPayload, loneSurrogate]);
+    await expectLanded(ids);
+    const reasons = await quarantined();
+    for (const b of [...bad, nulPayload, loneSurrogate]) {
+      const id = headerString(b.headers, 'ce_id') as string;
+      expect([id, reasons.get(id)?.reason]).toEqual([
+        id,
+        expect.stringMatching(/^(invalid-header|schema-invalid|unknown-schema-id)$/),
+      ]);
+    }
+    expect(bridge.ready()).toBe(true);
+  });
+
+  it('7. the wire contract as documented: specversion, content type, deprecated types from plain producers', async () => {
+    const cases = [
+      { name: 'no specversion', value: validValue(), headers: headers({ ce_specversion: undefined }) },
+      { name: 'specversion 9.9', value: validValue(), headers: headers({ ce_specversion: '9.9' }) },
+      { name: 'no content-type', value: validValue(), headers: headers({ 'content-type': undefined }) },
+      { name: 'text/plain', value: validValue(), headers: headers({ 'content-type': 'text/plain' }) },
+      {
+        name: 'deprecated type',
+        value: encodeValue(legadaId, JSON.stringify({ texto: 'x' })),
+        headers: headers({ ce_type: 'demanda.legada' }),
+      },
+    ];
+    const legacy = { value: validValue(), headers: headers({ 'content-type': 'application/json' }) };
+    await expectLanded(await between(cases.map(({ value, headers: h }) => ({ value, headers: h }))));
+    await expectLanded(await between([legacy]));
+    await waitFor(async () => (await bus.obterEventoPorId(headerString(legacy.headers, 'ce_id') as string)) !== null, {
+      message: 'a legacy application/json record is still accepted',
+    });
+    const reasons = await quarantined();
+    const got = cases.map((c) => [c.name, reasons.get(headerString(c.headers, 'ce_id') as string)?.reason]);
+    expect(got).toEqual([
+      ['no specversion', 'missing-header'],
+      ['specversion 9.9', 'invalid-header'],
+      ['no content-type', 'missing-header'],
+      ['text/plain', 'invalid-header'],
+      ['deprecated type', 'deprecated-type'],
+    ]);
+  });
+
+  it('4. a malformed DLQ record with a plausible event_id is quarantined at once and does not delay the next failure', async () => {
+    const p = await producer();
+    const colonia = 'H-4';
+    const dlq = bus.topics.dlq(colonia);
+    const { admin } = testKafka();
+    const a = await admin();
+    await a.createTopics({ topics: [{ topic: dlq, numPartitions: 1 }], waitForLeaders: true });
+    await waitFor(() => bridge.health().lanes.find((l) => l.lane === 'dlq')?.running && bridge.topics.includes(dlq), {
+      message: 'the DLQ lane follows the new topic',
+    });
+    // an event really in the log, failed by a colony
+    const real = await bus.publicar({
+      tipo: 'demanda.categorizada',
+      origem: 'D-3',
+      payload: { ...SAMPLE_PAYLOADS['demanda.categorizada'] },
+    });
+    await waitFor(async () => (await bus.obterEventoPorId(real.event_id)) !== null);
+    const t0 = Date.now();
+    await p.send({
+      topic: dlq,
+      acks: -1,
+      messages: [
+        // a plausible id, no position: it can never reach the log
+        { key: 'x', value: Buffer.from('lixo'), headers: { ce_id: randomUUID(), [DLQ_HEADERS.errorMessage]: 'boom' } },
+        // a forged position far past the end of the partition
+        {
+          key: 'y',
+          value: null,
+          headers: {
+            ce_id: randomUUID(),
+            [DLQ_HEADERS.topic]: topic(),
+            [DLQ_HEADERS.partition]: '0',
+            [DLQ_HEADERS.offset]: '999999999',
+          },
+        },
+        {
+          key: real.event_id,
+          value: null,
+          headers: {
+            ce_id: real.event_id,
+            [DLQ_HEADERS.errorMessage]: 'falha com NUL \u0000 no meio',
+            [DLQ_HEADERS.handler]: 'h\u0000andler',
+            [DLQ_HEADERS.failedAt]: '2026-02-30T10:00:00Z',
+          },
+        },
+      ],
+    });
+    await waitFor(async () => (await dlqRow(db, real.event_id, colonia))?.status === 'pendente', {
+      timeoutMs: 30_000,
+      message: 'the real failure is recorded',
+    });
+    expect(Date.now() - t0).toBeLessThan(15_000); // not 2 × 60 s behind the bad ones
+    const { rows } = await db.pool.query<{ mensagem_erro: string; handler_nome: string }>(
+      'SELECT mensagem_erro, handler_nome FROM core.dead_letter_queue WHERE event_id = $1',
+      [real.event_id],
+    );
+    expect(rows[0]).toEqual({ mensagem_erro: 'falha com NUL   no meio', handler_nome: 'h andler' });
+    const reasons = [...(await quarantined()).values()].map((r) => r.reason);
+    expect(reasons.filter((r) => r === 'event-not-in-log').length).toBeGreaterThanOrEqual(2);
+  });
+
+  it('a lane whose consumer crashes is restarted, counted, and /ready says so meanwhile', async () => {
+    await db.pool.query('ALTER TABLE core.event_log RENAME TO event_log_fora');
+    let renamedBack = false;
+    registerCleanup(async () => {
+      if (!renamedBack) await db.pool.query('ALTER TABLE core.event_log_fora RENAME TO event_log');
+    });
+    const e = await bus.publicar({
+      tipo: 'demanda.categorizada',
+      origem: 'D-3',
+      payload: { ...SAMPLE_PAYLOADS['demanda.categorizada'] },
+    });
+    await waitFor(() => !bridge.ready(), {
+      timeoutMs: 60_000,
+      message: '/ready says not ready while the lane cannot write',
+    });
+    const detail = bridge.health();
+    expect(detail.lanes.find((l) => l.lane === 'eventos')?.running === false || detail.stalled.length > 0).toBe(true);
+    await waitFor(async () => ((await metrics.consumerRestarts.get()).values[0]?.value ?? 0) > 0, {
+      timeoutMs: 90_000,
+      message: 'the crash is counted',
+    });
+    await db.pool.query('ALTER TABLE core.event_log_fora RENAME TO event_log');
+    renamedBack = true;
+    await waitFor(async () => (await bus.obterEventoPorId(e.event_id)) !== null, {
+      timeoutMs: 90_000,
+      message: 'the restarted lane writes the event',
+    });
+    await waitFor(() => bridge.ready(), { timeoutMs: 30_000, message: 'ready again' });
+  }, 240_000);
+});
+
+describe('a colony that subscribes while the broker is unreachable (issue #12, case 6)', () => {
+  it('keeps trying, subscribes once the broker answers, and handles events', async () => {
+    const db = await createTestDatabase();
+    const [host, port] = (serviceEnv().brokers[0] as string).split(':') as [string, string];
+    // a bootstrap address that refuses connections until the "broker" comes up behind it
+    const proxy = net.createServer((client) => {
+      const upstream = net.connect(Number(port), host);
+      client.pipe(upstream).pipe(client);
+      const end = () => (client.destroy(), upstream.destroy());
+      client.on('error', end);
+      upstream.on('error', end);
+    });
+    const proxyPort = await new Promise<number>((resolve) => {
+      const probe = net.createServer().listen(0, '127.0.0.1', () => {
+        const p = (probe.address() as net.AddressInfo).port;
+        probe.close(() => resolve(p));
+      });
+    });
+    registerCleanup(() => new Promise<void>((r) => proxy.close(() => r())));
+    const publisher = await createTestBus({ pool: db.pool });
+    const colony = await createTestBus({
+      namespace: publisher.topics.namespace,
+      brokers: [`127.0.0.1:${proxyPort}`],
+    });
+    const seen: string[] = [];
+    colony.inscrever('demanda.categorizada', 'D-16', (e) => void seen.push(e.event_id));
+    await new Promise((r) => setTimeout(r, 2_500)); // at least one failed attempt
+    expect(colony.estadoDasInscricoes()).toEqual([{ colonia: 'D-16', consumindo: false }]);
+    proxy.listen(proxyPort, '127.0.0.1');
+    await colony.inscricoesProntas();
+    const e = await publisher.publicar({
+      tipo: 'demanda.categorizada',
+      origem: 'D-3',
+      payload: { ...SAMPLE_PAYLOADS['demanda.categorizada'] },
+    });
+    await waitFor(() => seen.includes(e.event_id), { timeoutMs: 60_000, message: 'the colony handles the event' });
+    expect(colony.estadoDasInscricoes()).toEqual([{ colonia: 'D-16', consumindo: true }]);
+    const restarts = (await colony.metrics.registry.getSingleMetric('feromonios_subscriber_restarts_total')?.get())
+      ?.values;
+    expect(restarts?.some((v) => v.labels.causa === 'inscricao' && v.value > 0)).toBe(true);
+  }, 120_000);
+});

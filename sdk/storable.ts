@@ -1,0 +1,182 @@
+/**
+ * What PostgreSQL accepts — the one rule for every value that crosses into it (DESIGN.md,
+ * product decisions: "every value crossing into PostgreSQL passes one shared rule"). The SDK's
+ * publish validation, the bridge's decoder, the DLQ mirror and the audit API's request
+ * validation all ask these functions, so a value one of them accepts is never refused by the
+ * database later (where it would block a partition or answer a 500).
+ *
+ * Each `…Problem` function returns `undefined` for an acceptable value, or a sentence saying
+ * what is wrong (without quoting the value: it may be personal data).
+ */
+
+/**
+ * At most this many digits in a code or id: a CPF has 11, a CNPJ 14, a phone number 8 to 11,
+ * a CEP 8; six is what the government's own masked CPF (`***.456.789-**`) shows.
+ */
+export const MAX_DIGITS_IN_CODES = 6;
+
+/**
+ * A colony code (`D-1a`, `D-4`, `quickstart`): 1-100 characters of `[A-Za-z0-9_-]`, starting
+ * with a letter or digit, with at most 6 digits in all. It is `origem`, a DLQ/reprocessing
+ * topic's last segment, a `colonia` column and a metric label, so it is as strict as the
+ * strictest of those, and cannot carry a CPF or a phone number into the log.
+ */
+export const COLONY_CODE_RE = /^(?!(?:[^0-9]*[0-9]){7})[A-Za-z0-9][A-Za-z0-9_-]{0,99}$/;
+
+export const isColonyCode = (v: unknown): v is string => typeof v === 'string' && COLONY_CODE_RE.test(v);
+
+export function colonyCodeProblem(v: unknown): string | undefined {
+  if (typeof v !== 'string') return `must be a colony code (a string), got ${typeOf(v)}`;
+  if (!COLONY_CODE_RE.test(v))
+    return 'must be a colony code: 1-100 characters of [A-Za-z0-9_-], starting with a letter or digit, at most 6 digits';
+  return undefined;
+}
+
+/**
+ * An operator id (who asked for a reprocessing; the audit API's token `sub`): 2-64 characters,
+ * a letter first, then letters, digits and `._:-`, with at most 6 digits in all. It is an
+ * allowlist, so a CPF, a CNPJ, a phone number, an e-mail address or a UUID that could carry
+ * one cannot be recorded as the requester, whatever surrounds them (docs/adr/0005).
+ */
+export const OPERATOR_ID_RE = /^(?!(?:[^0-9]*[0-9]){7})[A-Za-z][A-Za-z0-9._:-]{1,63}$/;
+
+export function operatorIdProblem(v: unknown): string | undefined {
+  if (typeof v !== 'string') return `must be an operator id (a string), got ${typeOf(v)}`;
+  if (!OPERATOR_ID_RE.test(v))
+    return 'must be an operator id: 2-64 characters of [A-Za-z0-9._:-], a letter first, at most 6 digits';
+  return undefined;
+}
+
+// ISO-8601 / RFC 3339 date-time with a zone, as `Date#toISOString` writes it; seconds optional,
+// offset with or without its colon.
+const TIMESTAMP_RE = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?(?:Z|([+-])(\d{2}):?(\d{2}))$/;
+const EARLIEST = Date.parse('0001-01-01T00:00:00Z');
+const LATEST = Date.parse('9999-12-31T23:59:59.999Z');
+
+const daysIn = (year: number, month: number): number =>
+  month === 2
+    ? year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0)
+      ? 29
+      : 28
+    : [4, 6, 9, 11].includes(month)
+      ? 30
+      : 31;
+
+/**
+ * A date-time `TIMESTAMPTZ` takes as the same instant JavaScript reads: a real calendar date
+ * (no 30 February: `Date` would roll it over to March), hours 00-23, minutes and seconds
+ * 00-59, an offset PostgreSQL accepts (at most ±15:59), and an instant between the years 1
+ * and 9999 in UTC.
+ */
+export function timestampProblem(v: unknown): string | undefined {
+  if (typeof v !== 'string') return `must be an ISO-8601 date-time string, got ${typeOf(v)}`;
+  const m = TIMESTAMP_RE.exec(v);
+  if (!m) return 'must be an ISO-8601 date-time with a time zone (e.g. 2026-03-01T10:00:00Z)';
+  const [year, month, day, hour, minute, second] = [1, 2, 3, 4, 5, 6].map((i) => Number(m[i] ?? 0)) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
+  const offH = Number(m[8] ?? 0);
+  const offM = Number(m[9] ?? 0);
+  if (year < 1) return 'must have a year from 0001 to 9999';
+  if (month < 1 || month > 12) return 'must have a month from 01 to 12';
+  if (day < 1 || day > daysIn(year, month)) return 'must be a real calendar date';
+  if (hour > 23 || minute > 59 || second > 59) return 'must have a time of day from 00:00:00 to 23:59:59';
+  if (offH > 15 || offM > 59) return 'must have a time-zone offset within ±15:59';
+  const local = new Date(Date.UTC(2000, month - 1, day, hour, minute, second));
+  local.setUTCFullYear(year); // Date.UTC maps years 0-99 to 1900-1999
+  const t = local.getTime() - (m[7] === '-' ? -1 : 1) * (offH * 60 + offM) * 60_000;
+  if (t < EARLIEST || t > LATEST) return 'must be an instant between the years 0001 and 9999 (UTC)';
+  return undefined;
+}
+
+export const isStorableTimestamp = (v: unknown): v is string => timestampProblem(v) === undefined;
+
+/**
+ * Text a `TEXT`/`VARCHAR(maxLength)` column takes unchanged: no NUL (PostgreSQL refuses it),
+ * no unpaired UTF-16 surrogate (the driver would silently turn it into U+FFFD, and JSONB
+ * refuses it), and at most `maxLength` characters (code points, as PostgreSQL counts).
+ */
+export function textProblem(v: unknown, maxLength = Infinity): string | undefined {
+  if (typeof v !== 'string') return `must be a string, got ${typeOf(v)}`;
+  if (v.includes('\u0000')) return 'must not contain a NUL character';
+  if (hasLoneSurrogate(v)) return 'must not contain an unpaired UTF-16 surrogate';
+  if (maxLength !== Infinity && codePoints(v) > maxLength) return `must be at most ${maxLength} characters`;
+  return undefined;
+}
+
+/**
+ * Text made storable without refusing it: NUL and other C0 controls except tab and newline
+ * become spaces, unpaired surrogates become U+FFFD, and the result is cut to `maxLength`
+ * characters (never inside a surrogate pair). For texts the bridge records rather than
+ * validates: error messages and stacks, handler names.
+ */
+export function storableText(v: string, maxLength = Infinity): string {
+  // eslint-disable-next-line no-control-regex -- control characters are what this removes
+  let out = replaceLoneSurrogates(v).replace(/[\u0000-\u0008\u000b-\u001f\u007f]/g, ' ');
+  if (maxLength !== Infinity && codePoints(out) > maxLength) out = [...out].slice(0, maxLength).join('');
+  return out;
+}
+
+/**
+ * A JSON value JSONB takes unchanged: every string and key passes `textProblem` (NUL and
+ * unpaired surrogates are the two things JSONB refuses in valid JSON), numbers are finite,
+ * and nesting is at most `maxDepth` deep. Returns the JSON pointer of the first problem.
+ */
+export function jsonProblem(v: unknown, maxDepth = 64): string | undefined {
+  const walk = (x: unknown, path: string, depth: number): string | undefined => {
+    if (depth > maxDepth) return `${path || '/'}: nested deeper than ${maxDepth} levels`;
+    if (typeof x === 'string') {
+      const p = textProblem(x);
+      return p && `${path || '/'}: ${p}`;
+    }
+    if (typeof x === 'number') return Number.isFinite(x) ? undefined : `${path || '/'}: must be a finite number`;
+    if (x === null || typeof x === 'boolean') return undefined;
+    if (Array.isArray(x)) {
+      for (let i = 0; i < x.length; i++) {
+        const p = walk(x[i], `${path}/${i}`, depth + 1);
+        if (p) return p;
+      }
+      return undefined;
+    }
+    if (typeof x === 'object') {
+      for (const [k, val] of Object.entries(x)) {
+        const kp = textProblem(k);
+        if (kp) return `${path}/(a key): ${kp}`;
+        const p = walk(val, `${path}/${k.replace(/~/g, '~0').replace(/\//g, '~1')}`, depth + 1);
+        if (p) return p;
+      }
+      return undefined;
+    }
+    return `${path || '/'}: ${typeOf(x)} is not JSON`;
+  };
+  return walk(v, '', 0);
+}
+
+const hasLoneSurrogate = (s: string): boolean =>
+  /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/.test(s);
+const replaceLoneSurrogates = (s: string): string =>
+  s.replace(/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g, '\ufffd');
+
+const codePoints = (s: string): number => {
+  let n = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length) {
+      const d = s.charCodeAt(i + 1);
+      if (d >= 0xdc00 && d <= 0xdfff) i++;
+    }
+    n++;
+  }
+  return n;
+};
+
+function typeOf(v: unknown): string {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'an array';
+  return typeof v;
+}
