@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import fc from 'fast-check';
 import net from 'node:net';
 import type { IHeaders } from 'kafkajs';
 import { DLQ_HEADERS } from '../sdk/subscriber';
@@ -28,6 +29,8 @@ import type { EventBus } from '../sdk';
  * in order, every bad record is quarantined with a reason, no consumer stays down, `/ready`
  * tells the truth.
  */
+type Raw = { value: Buffer | null; headers: IHeaders };
+
 describe('hostile records from non-SDK producers (issue #12)', () => {
   let db: TestDatabase;
   let bus: EventBus;
@@ -265,6 +268,133 @@ describe('hostile records from non-SDK producers (issue #12)', () => {
     const reasons = [...(await quarantined()).values()].map((r) => r.reason);
     expect(reasons.filter((r) => r === 'event-not-in-log').length).toBeGreaterThanOrEqual(2);
   });
+
+  it('a row PostgreSQL still refuses is isolated from its chunk and quarantined with its SQLSTATE', async () => {
+    // fault injection on the real database: a constraint the shared rule does not know about
+    await db.pool.query(
+      `ALTER TABLE core.event_log ADD CONSTRAINT sem_recusada CHECK (origem <> 'recusada') NOT VALID`,
+    );
+    registerCleanup(() =>
+      db.pool.query('ALTER TABLE core.event_log DROP CONSTRAINT IF EXISTS sem_recusada').then(() => undefined),
+    );
+    const refused = { value: validValue(), headers: headers({ ce_source: 'recusada' }) };
+    const ids = await between([refused]);
+    await expectLanded(ids);
+    const q = (await quarantined()).get(headerString(refused.headers, 'ce_id') as string);
+    expect(q?.reason).toBe('database-refused');
+    expect(headerString(q?.record.headers, QUARANTINE_HEADERS.detail)).toContain('SQLSTATE 23514');
+    expect((await metrics.refusedRows.get()).values).toEqual([
+      expect.objectContaining({ labels: { sqlstate: '23514' }, value: 1 }),
+    ]);
+    await db.pool.query('ALTER TABLE core.event_log DROP CONSTRAINT sem_recusada');
+  });
+
+  it('1b. a colony whose DLQ copy would not fit dead-letters by reference and handles the next events', async () => {
+    const handled: string[] = [];
+    bus.inscrever('demanda.categorizada', 'H-1', (e) => void handled.push(e.event_id));
+    await bus.inscricoesProntas();
+    const p = await producer();
+    const key = randomUUID();
+    const id = randomUUID();
+    // not the wire format, just under the topic's limit: the colony cannot decode it, and its
+    // DLQ copy (value + error context) would exceed max.message.bytes
+    await p.send({
+      topic: topic(),
+      acks: -1,
+      messages: [{ key, value: Buffer.alloc(MAX_MESSAGE_BYTES - 600, 0x62), headers: headers({ ce_id: id }) }],
+    });
+    const after = await bus.publicar({
+      tipo: 'demanda.categorizada',
+      origem: 'D-3',
+      chave_particao: key,
+      payload: { ...SAMPLE_PAYLOADS['demanda.categorizada'] },
+    });
+    await waitFor(() => handled.includes(after.event_id), { timeoutMs: 60_000, message: 'the next event is handled' });
+    const dlq = bus.topics.dlq('H-1');
+    const records = await readTopic(dlq, 1);
+    const ref = records.find((m) => headerString(m.headers, 'ce_id') === id);
+    expect(ref?.value).toBeNull();
+    expect(headerString(ref?.headers, DLQ_HEADERS.reference)).toBe('true');
+    expect(headerString(ref?.headers, DLQ_HEADERS.handler)).toBe('decodificador');
+  });
+
+  it('property: generated hostile records between valid ones — the valid land in order and reach the colony, every bad one is quarantined with a reason, no consumer stays down', async () => {
+    const colony: string[] = [];
+    bus.inscrever('demanda.categorizada', 'H-P', (e) => void colony.push(e.event_id));
+    await bus.inscricoesProntas();
+    const control = fc.constantFrom('\u0000', '\u0001', '\u001f', '\u007f', '\n', '\ud800', '\udfff', '\u202e');
+    const dirty = fc
+      .tuple(fc.string({ maxLength: 8 }), control, fc.string({ maxLength: 8 }))
+      .map(([a, c, b]) => a + c + b);
+    const payloadWith = (patch: Record<string, unknown>) =>
+      encodeValue(schemaId, JSON.stringify({ ...SAMPLE_PAYLOADS['demanda.categorizada'], ...patch }));
+    let deep: unknown = 'fundo';
+    for (let i = 0; i < 200; i++) deep = { d: deep };
+    const hostile: fc.Arbitrary<{ value: Buffer | null; headers: IHeaders }> = fc.oneof(
+      fc
+        .constantFrom(
+          'ce_id',
+          'ce_type',
+          'ce_source',
+          'ce_time',
+          'ce_specversion',
+          'content-type',
+          'ce_versaoschema',
+          'ce_correlacaoid',
+          'ce_causationid',
+        )
+        .chain((h) => dirty.map((v) => ({ value: validValue(), headers: headers({ [h]: v }) }))),
+      fc
+        .constantFrom(
+          '2026-02-30T10:00:00Z',
+          '2026-02-29T10:00:00Z',
+          '2026-01-01T00:00:00+16:00',
+          '0000-01-01T00:00:00Z',
+          '9999-12-31T23:59:59-01:00',
+          '2026-01-01T24:00:00Z',
+          '+275760-09-13T00:00:00Z',
+        )
+        .map((t) => ({ value: validValue(), headers: headers({ ce_time: t }) })),
+      dirty.map((v) => ({ value: payloadWith({ categoria_id: v }), headers: headers() })),
+      fc.constant<Raw>({ value: payloadWith({ aninhado: deep }), headers: headers() }),
+      fc
+        .constantFrom(1024 * 1024 + 6, 1024 * 1024 + 100, MAX_MESSAGE_BYTES - 700)
+        .map((n) => ({ value: Buffer.alloc(n, 0x7b), headers: headers() })),
+      fc.integer({ min: 200, max: 600 }).map((n) => ({
+        value: validValue(),
+        headers: {
+          ...headers(),
+          ...Object.fromEntries(Array.from({ length: n }, (_, i) => [`x-${i}`, 'v'.repeat(50)])),
+          ce_time: '2026-13-01T00:00:00Z',
+        },
+      })),
+      fc.constant<Raw>({ value: validValue(), headers: { ...headers(), ce_id: [randomUUID(), randomUUID()] } }),
+      fc.constant<Raw>({ value: null, headers: headers() }),
+    );
+    await fc.assert(
+      fc.asyncProperty(fc.array(hostile, { minLength: 3, maxLength: 8 }), async (bad) => {
+        const q = bus.topics.quarentena();
+        const before = await topicMessageCount(q);
+        const ids = await between(bad);
+        await expectLanded(ids);
+        // every bad record is in quarantine with a reason (the 2-element ce_id is legal: the first counts)
+        const expectedBad = bad.filter((b) => !Array.isArray(b.headers.ce_id)).length;
+        await waitFor(async () => (await topicMessageCount(q)) - before >= expectedBad, {
+          message: async () => `${expectedBad} new quarantined records (now ${(await topicMessageCount(q)) - before})`,
+        });
+        const fresh = (await readTopic(q, await topicMessageCount(q))).slice(-((await topicMessageCount(q)) - before));
+        expect(fresh.every((m) => (headerString(m.headers, QUARANTINE_HEADERS.reason) ?? '').length > 0)).toBe(true);
+        await waitFor(() => ids.every((id) => colony.includes(id)), {
+          timeoutMs: 60_000,
+          message: 'the colony handled every valid event',
+        });
+        const h = bridge.health();
+        expect(h.lanes.filter((l) => l.topics > 0).every((l) => l.running)).toBe(true);
+        expect(h.ready).toBe(true);
+      }),
+      { numRuns: 4, endOnFailure: true },
+    );
+  }, 240_000);
 
   it('a lane whose consumer crashes is restarted, counted, and /ready says so meanwhile', async () => {
     await db.pool.query('ALTER TABLE core.event_log RENAME TO event_log_fora');
