@@ -23,6 +23,7 @@ export const ERROR_CODES = [
   'REGISTRY_REJECTED',
   'SCHEMA_INCOMPATIBLE',
   'BROKER_UNAVAILABLE',
+  'BROKER_REJECTED',
   'WIRE_FORMAT',
   'DATABASE_UNAVAILABLE',
   'HANDLER_FAILED',
@@ -121,6 +122,14 @@ export class BrokerError extends FeromoniosError {
   override name = 'BrokerError';
   constructor(message: string, cause?: unknown) {
     super('BROKER_UNAVAILABLE', message, { retriable: true, cause });
+  }
+}
+
+/** The broker refused a record for good (too large for its topic, invalid): retrying cannot help. */
+export class BrokerRejectedError extends FeromoniosError {
+  override name = 'BrokerRejectedError';
+  constructor(message: string, cause?: unknown) {
+    super('BROKER_REJECTED', message, { retriable: false, cause });
   }
 }
 

@@ -14,6 +14,7 @@ export {
   CatalogError,
   RegistryError,
   BrokerError,
+  BrokerRejectedError,
   WireFormatError,
   DatabaseError,
   ConfirmationTimeoutError,

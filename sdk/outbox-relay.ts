@@ -1,3 +1,5 @@
+import { scrubText } from './error-text';
+import { storableText } from './storable';
 import type pg from 'pg';
 import type { SchemaCatalog } from './catalog';
 import type { EventoConsultado, PublicarEventoDto } from './contract';
@@ -145,39 +147,55 @@ export class OutboxRelay {
           poison.push({ row, erro: (err as Error).message });
         }
       }
-      try {
-        if (good.length > 0) await this.d.publicarValidados(good.map((g) => g.evento));
-      } catch (err) {
+      const failed = async (err: unknown): Promise<never> => {
         await client.query('ROLLBACK');
         await this.o.pool
           .query(
             `UPDATE ${this.table} SET tentativas = tentativas + 1, ultimo_erro = $2 WHERE id = ANY($1::bigint[])`,
-            [good.map((g) => g.row.id), (err as Error).message.slice(0, 2000)],
+            [good.map((g) => g.row.id), storableText((err as Error).message, 2000)],
           )
           .catch(() => undefined);
         throw err;
+      };
+      let published = good;
+      try {
+        if (good.length > 0) await this.d.publicarValidados(good.map((g) => g.evento));
+      } catch (err) {
+        if (isRetriable(err)) return failed(err);
+        // The broker refuses the batch for good (a record too large for its topic, say): each
+        // row alone, and the ones it refuses are set aside, so one row never blocks the outbox.
+        published = [];
+        for (const g of good) {
+          try {
+            await this.d.publicarValidados([g.evento]);
+            published.push(g);
+          } catch (one) {
+            if (isRetriable(one)) return failed(one);
+            poison.push({ row: g.row, erro: (one as Error).message });
+          }
+        }
       }
       await client.query(
         `UPDATE ${this.table} SET publicado_em = clock_timestamp(), payload = NULL, tentativas = tentativas + 1
           WHERE id = ANY($1::bigint[])`,
-        [good.map((g) => g.row.id)],
+        [published.map((g) => g.row.id)],
       );
       for (const p of poison) {
         await client.query(
           `UPDATE ${this.table} SET falhou_em = clock_timestamp(), ultimo_erro = $2, tentativas = tentativas + 1 WHERE id = $1`,
-          [p.row.id, p.erro.slice(0, 2000)],
+          [p.row.id, storableText(p.erro, 2000)],
         );
         this.d.logger.error('outbox row set aside: it can never be published', {
           event_id: p.row.event_id,
           correlacao_id: p.row.correlacao_id,
           schema: this.o.schema,
-          error: p.erro,
+          error: scrubText(p.erro, p.row.payload, 1000),
         });
       }
       await client.query('COMMIT');
-      this.d.metrics.outboxPublished.inc({ schema: this.o.schema }, good.length);
+      this.d.metrics.outboxPublished.inc({ schema: this.o.schema }, published.length);
       if (poison.length > 0) this.d.metrics.outboxErrors.inc({ schema: this.o.schema, code: 'POISON' }, poison.length);
-      return good.length;
+      return published.length;
     } catch (err) {
       await client.query('ROLLBACK').catch((e: Error) => (broken = e));
       throw err;
@@ -201,7 +219,7 @@ export class OutboxRelay {
           schema: this.o.schema,
           code,
           retriable: isRetriable(err),
-          error: (err as Error).message,
+          error: scrubText((err as Error).message, undefined, 1000),
         });
       }
       // After failed passes too: the pending gauges matter most while nothing gets published.

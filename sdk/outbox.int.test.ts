@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { ConfigResourceTypes } from 'kafkajs';
 import knexFactory from 'knex';
 import type { EventoConsultado } from './contract';
 import { ConfirmationTimeoutError, PublishValidationError } from './errors';
@@ -9,6 +10,7 @@ import {
   createTestDatabase,
   readTopic,
   registerCleanup,
+  testKafka,
   topicMessageCount,
   waitFor,
   type TestDatabase,
@@ -228,6 +230,57 @@ describe('transactional outbox and relay (seed 003 §6)', () => {
     await waitFor(async () => (await bus.obterEventoPorId(e.event_id)) !== null, { timeoutMs: 10_000 });
     await relay.parar();
     expect(Date.now() - committedAt).toBeLessThan(10_000); // the 60 s poll could not have done it
+  });
+
+  it('a row the broker refuses for good is set aside and the rows around it are published', async () => {
+    await criarTabelaOutbox(colony.pool, 'd10');
+    const recebida = (texto: string) => ({
+      tipo: 'demanda.recebida',
+      origem: 'D-1a',
+      payload: { ...SAMPLE_PAYLOADS['demanda.recebida'], texto_bruto: texto },
+    });
+    await bus.publicar(recebida('cria o tópico'));
+    const t = bus.topics.evento('demanda.recebida');
+    // fault injection on this test's own topic: records over 3 KB are refused (MESSAGE_TOO_LARGE)
+    const { admin } = testKafka();
+    const a = await admin();
+    await a.alterConfigs({
+      validateOnly: false,
+      resources: [
+        { type: ConfigResourceTypes.TOPIC, name: t, configEntries: [{ name: 'max.message.bytes', value: '3000' }] },
+      ],
+    });
+    const before = await topicMessageCount(t);
+    const client = await colony.pool.connect();
+    await client.query('BEGIN');
+    const small1 = await bus.publicarNaTransacao(client, recebida('pequeno 1'), { schema: 'd10' });
+    const big = await bus.publicarNaTransacao(client, recebida('x'.repeat(8000)), { schema: 'd10' });
+    const small2 = await bus.publicarNaTransacao(client, recebida('pequeno 2'), { schema: 'd10' });
+    await client.query('COMMIT');
+    client.release();
+    const relay = await bus.iniciarRelayOutbox({ schema: 'd10', intervaloMs: 50 });
+    await waitFor(
+      async () =>
+        (await count(
+          colony,
+          'SELECT count(*) AS n FROM d10.feromonios_outbox WHERE publicado_em IS NULL AND falhou_em IS NULL',
+        )) === 0,
+      { timeoutMs: 60_000, message: 'every row published or set aside' },
+    );
+    await relay.parar();
+    const rows = (
+      await colony.pool.query<{ event_id: string; publicado: boolean; falhou: boolean; ultimo_erro: string | null }>(
+        `SELECT event_id::text, publicado_em IS NOT NULL AS publicado, falhou_em IS NOT NULL AS falhou, ultimo_erro
+           FROM d10.feromonios_outbox ORDER BY id`,
+      )
+    ).rows;
+    expect(rows.map((r) => [r.event_id, r.publicado, r.falhou])).toEqual([
+      [small1.event_id, true, false],
+      [big.event_id, false, true],
+      [small2.event_id, true, false],
+    ]);
+    expect(rows[1]?.ultimo_erro).toContain('refused');
+    expect(await topicMessageCount(t)).toBe(before + 2);
   });
 
   it('reports pending rows and the age of the oldest in its metrics', async () => {

@@ -8,7 +8,7 @@ import {
   type RecordMetadata,
 } from 'kafkajs';
 import type { EventoConsultado, PosicaoKafka, PublicarEventoDto } from './contract';
-import { BrokerError, FeromoniosError, isRetriable, PublishValidationError } from './errors';
+import { BrokerError, BrokerRejectedError, FeromoniosError, isRetriable, PublishValidationError } from './errors';
 import type { Logger } from './logger';
 import type { SdkMetrics } from './metrics';
 import type { SchemaCatalog } from './catalog';
@@ -315,6 +315,7 @@ export class Publisher {
       return await Promise.race([fn(), deadline]);
     } catch (err) {
       if (err instanceof FeromoniosError) throw err;
+      if (!isRetriable(err)) throw new BrokerRejectedError(`broker refused the record: ${(err as Error).message}`, err);
       throw new BrokerError(`broker unavailable: ${(err as Error).message}`, err);
     } finally {
       clearTimeout(timer);
