@@ -1,14 +1,4 @@
-import {
-  Kafka,
-  logLevel,
-  Partitioners,
-  type Admin,
-  type Batch,
-  type Consumer,
-  type KafkaMessage,
-  type Message,
-  type Producer,
-} from 'kafkajs';
+import { Kafka, logLevel, type Admin, type Batch, type Consumer, type KafkaMessage, type Message } from 'kafkajs';
 import type pg from 'pg';
 import type { SchemaCatalog } from '../sdk/catalog';
 import { EventDecoder } from '../sdk/event-decoder';
@@ -21,6 +11,7 @@ import { isUuid } from '../sdk/validation';
 import { isStorableTimestamp, storableText } from '../sdk/storable';
 import { decodeValue, HEADER, headerString } from '../sdk/wire-format';
 import type { SchemaRegistry } from '../sdk/registry';
+import { SessionProducer } from '../sdk/producer';
 import { ensureTopics, type TopicNames, type TopicSettings } from '../sdk/topics';
 import { recordFailure, recordResolved, type DeadLetterRecord } from './dead-letter-writer';
 import { DLQ_OUTCOME_HEADER } from '../sdk/reprocessing';
@@ -127,7 +118,7 @@ export class Bridge {
   private readonly kafka: Kafka;
   private readonly decoder: EventDecoder;
   private readonly lanes: Lane[];
-  private producer: Producer | undefined;
+  private producer: SessionProducer | undefined;
   private admin: Admin | undefined;
   private watcher: NodeJS.Timeout | undefined;
   private refreshing: Promise<void> | undefined;
@@ -179,12 +170,7 @@ export class Bridge {
   async start(): Promise<void> {
     this.admin = this.kafka.admin();
     await this.admin.connect();
-    this.producer = this.kafka.producer({
-      idempotent: true,
-      maxInFlightRequests: 1,
-      allowAutoTopicCreation: false,
-      createPartitioner: Partitioners.DefaultPartitioner,
-    });
+    this.producer = new SessionProducer(this.kafka, this.o.logger);
     await this.producer.connect();
     await ensureTopics(this.admin, [this.o.topics.quarentena()], this.o.topicSettings);
     await this.refreshSubscription();
@@ -203,7 +189,7 @@ export class Bridge {
     for (const l of this.lanes) clearTimeout(l.restartTimer);
     await this.refreshing;
     await Promise.all(this.lanes.map((l) => (l.consumer ? l.consumer.disconnect() : Promise.resolve())));
-    await this.producer?.disconnect();
+    await this.producer?.close();
     await this.admin?.disconnect();
     this.o.logger.info('bridge stopped');
   }

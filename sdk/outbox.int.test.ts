@@ -280,7 +280,18 @@ describe('transactional outbox and relay (seed 003 §6)', () => {
       [small2.event_id, true, false],
     ]);
     expect(rows[1]?.ultimo_erro).toContain('refused');
-    expect(await topicMessageCount(t)).toBe(before + 2);
+    // the broker may have written the small rows of the refused batch already: re-sent row by
+    // row, they may be in the topic twice (at-least-once), and once in the log
+    const added = (await topicMessageCount(t)) - before;
+    expect(added).toBeGreaterThanOrEqual(2);
+    expect(added).toBeLessThanOrEqual(4);
+    await waitFor(
+      async () =>
+        (await bus.obterEventoPorId(small1.event_id)) !== null &&
+        (await bus.obterEventoPorId(small2.event_id)) !== null,
+      { message: 'both small rows in the log' },
+    );
+    expect(await bus.obterEventoPorId(big.event_id)).toBeNull();
   });
 
   it('reports pending rows and the age of the oldest in its metrics', async () => {

@@ -1,12 +1,5 @@
 import type { Span } from '@opentelemetry/api';
-import {
-  type Kafka,
-  type Message,
-  type PartitionMetadata,
-  Partitioners,
-  type Producer,
-  type RecordMetadata,
-} from 'kafkajs';
+import { type Kafka, type Message, type PartitionMetadata, Partitioners, type RecordMetadata } from 'kafkajs';
 import type { EventoConsultado, PosicaoKafka, PublicarEventoDto } from './contract';
 import { BrokerError, BrokerRejectedError, FeromoniosError, isRetriable, PublishValidationError } from './errors';
 import type { Logger } from './logger';
@@ -17,6 +10,7 @@ import { ensureTopics, partitionCounts, withAdmin, type TopicNames, type TopicSe
 import { endSpan, startProducerSpan, traceparentOf } from './tracing';
 import { eventoValidado, validarEvento, type EventoValidado } from './validation';
 import { buildHeaders, encodeValue } from './wire-format';
+import { SessionProducer } from './producer';
 
 interface QueuedSend {
   planned: Array<{ topic: string; message: Message }>;
@@ -43,14 +37,15 @@ interface PublisherDeps {
  * with the idempotent producer (`acks=all`, one in-flight request: kafkajs #1005).
  */
 export class Publisher {
-  private producer: Producer | undefined;
-  private connecting: Promise<Producer> | undefined;
+  private readonly producer: SessionProducer;
   private readonly readyTopics = new Set<string>();
   private readonly queue: QueuedSend[] = [];
   private readonly topicChecks = new Map<string, Promise<void>>();
   private sending = false;
 
-  constructor(private readonly d: PublisherDeps) {}
+  constructor(private readonly d: PublisherDeps) {
+    this.producer = new SessionProducer(d.kafka, d.logger);
+  }
 
   async publicar(dto: PublicarEventoDto): Promise<EventoConsultado> {
     const [evento] = await this.publicarLote([dto], false);
@@ -205,8 +200,7 @@ export class Publisher {
     const deadline = Date.now() + this.d.timeoutMs;
     for (let attempt = 0; ; attempt++) {
       try {
-        const producer = await this.connect();
-        return await producer.sendBatch({
+        return await this.producer.sendBatch({
           acks: -1,
           topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })),
         });
@@ -227,10 +221,7 @@ export class Publisher {
   }
 
   async close(): Promise<void> {
-    const p = this.producer ?? (await this.connecting?.catch(() => undefined));
-    this.producer = undefined;
-    this.connecting = undefined;
-    await p?.disconnect();
+    await this.producer.close();
   }
 
   /** Same partitioner as Java clients and Redpanda tooling: murmur2 of the key. */
@@ -280,27 +271,6 @@ export class Publisher {
       waiting.push(check);
     }
     await Promise.all(waiting);
-  }
-
-  private connect(): Promise<Producer> {
-    if (this.producer) return Promise.resolve(this.producer);
-    this.connecting ??= (async () => {
-      const p = this.d.kafka.producer({
-        idempotent: true,
-        maxInFlightRequests: 1,
-        allowAutoTopicCreation: false,
-        createPartitioner: Partitioners.DefaultPartitioner,
-      });
-      try {
-        await p.connect();
-      } catch (err) {
-        this.connecting = undefined;
-        throw err;
-      }
-      this.producer = p;
-      return p;
-    })();
-    return this.connecting;
   }
 
   private async withDeadline<T>(fn: () => Promise<T>): Promise<T> {

@@ -1,5 +1,5 @@
 import type { Span } from '@opentelemetry/api';
-import { Partitioners, type Consumer, type EachMessagePayload, type Kafka, type Message, type Producer } from 'kafkajs';
+import type { Consumer, EachMessagePayload, Kafka, Message } from 'kafkajs';
 import type { EventoConsultado } from './contract';
 import { FeromoniosError, isRetriable } from './errors';
 import type { EventDecoder } from './event-decoder';
@@ -13,6 +13,7 @@ import type { PoolClient } from 'pg';
 import { endSpan, startConsumerSpan } from './tracing';
 import { headerString, HEADER } from './wire-format';
 import { isUuid } from './validation';
+import { SessionProducer } from './producer';
 
 /** What a handler gets besides the event (optional second argument; seed handlers ignore it). */
 export interface ContextoEntrega {
@@ -119,7 +120,7 @@ export const MAX_MANIPULADORES_POR_TIPO = 30;
 export class ColonySubscriber {
   private readonly inscricoes: Inscricao[] = [];
   private consumer: Consumer | undefined;
-  private dlqProducer: Producer | undefined;
+  private dlqProducer: SessionProducer | undefined;
   private subscribedTopics = new Set<string>();
   private syncing: Promise<void> = Promise.resolve();
   private readyWaiters: Array<() => void> = [];
@@ -207,7 +208,7 @@ export class ColonySubscriber {
     this.abort.abort();
     await this.syncing.catch(() => undefined);
     await this.consumer?.disconnect(); // waits for the message in hand
-    await this.dlqProducer?.disconnect();
+    await this.dlqProducer?.close();
   }
 
   private async sync(): Promise<void> {
@@ -221,13 +222,9 @@ export class ColonySubscriber {
       ensureTopics(admin, [...topics, this.d.topics.dlq(this.d.colonia)], this.d.topicSettings),
     );
     if (!this.dlqProducer) {
-      this.dlqProducer = this.d.kafka.producer({
-        idempotent: true,
-        maxInFlightRequests: 1,
-        allowAutoTopicCreation: false,
-        createPartitioner: Partitioners.DefaultPartitioner,
-      });
-      await this.dlqProducer.connect();
+      const producer = new SessionProducer(this.d.kafka, this.d.logger);
+      await producer.connect();
+      this.dlqProducer = producer;
     }
     await this.consumer?.disconnect();
     const consumer: Consumer = this.d.kafka.consumer({

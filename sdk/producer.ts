@@ -1,0 +1,91 @@
+import {
+  Partitioners,
+  type Kafka,
+  type Producer,
+  type ProducerBatch,
+  type ProducerRecord,
+  type RecordMetadata,
+} from 'kafkajs';
+import { FeromoniosError, isRetriable } from './errors';
+import type { Logger } from './logger';
+
+/**
+ * The one producer configuration of the project (publisher, bridge quarantine, colony DLQ):
+ * idempotent, one request in flight (kafkajs #1005), murmur2 partitioner like Java clients and
+ * Redpanda tooling, topics never auto-created.
+ *
+ * kafkajs's idempotent producer keeps a sequence number per partition. When the broker refuses
+ * part of a request for good — one partition's records too large, the others written — kafkajs
+ * rolls every sequence back, so the partitions that were written are now out of step and each
+ * later send to them fails with OUT_OF_ORDER_SEQUENCE_NUMBER, for ever. So after any
+ * non-retriable failure the session is discarded, and the next send opens a new one (a new
+ * producer id, sequences from zero). Retriable failures keep the session.
+ */
+export class SessionProducer {
+  private producer: Producer | undefined;
+  private connecting: Promise<Producer> | undefined;
+  private closed = false;
+
+  constructor(
+    private readonly kafka: Kafka,
+    private readonly logger?: Logger,
+  ) {}
+
+  send(record: ProducerRecord): Promise<RecordMetadata[]> {
+    return this.run((p) => p.send(record));
+  }
+
+  sendBatch(batch: ProducerBatch): Promise<RecordMetadata[]> {
+    return this.run((p) => p.sendBatch(batch));
+  }
+
+  /** Opens the session now (otherwise the first send does). */
+  async connect(): Promise<void> {
+    await this.session();
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    const p = this.producer ?? (await this.connecting?.catch(() => undefined));
+    this.producer = undefined;
+    this.connecting = undefined;
+    await p?.disconnect();
+  }
+
+  private async run<T>(fn: (p: Producer) => Promise<T>): Promise<T> {
+    const p = await this.session();
+    try {
+      return await fn(p);
+    } catch (err) {
+      if (!isRetriable(err) && this.producer === p) {
+        this.producer = undefined;
+        this.logger?.warn('producer session discarded after a refused request', {
+          error: (err as Error).message.slice(0, 300),
+        });
+        void p.disconnect().catch(() => undefined);
+      }
+      throw err;
+    }
+  }
+
+  private session(): Promise<Producer> {
+    if (this.closed) return Promise.reject(new FeromoniosError('BUS_CLOSED', 'the producer is closed'));
+    if (this.producer) return Promise.resolve(this.producer);
+    this.connecting ??= (async () => {
+      const p = this.kafka.producer({
+        idempotent: true,
+        maxInFlightRequests: 1,
+        allowAutoTopicCreation: false,
+        createPartitioner: Partitioners.DefaultPartitioner,
+      });
+      try {
+        await p.connect();
+      } finally {
+        this.connecting = undefined;
+      }
+      this.producer = p;
+      return p;
+    })();
+    return this.connecting;
+  }
+}
