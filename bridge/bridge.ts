@@ -8,7 +8,7 @@ import { redactPayload, type RedactionOptions } from '../sdk/redaction';
 import { scrubText } from '../sdk/error-text';
 import { DLQ_HEADERS } from '../sdk/subscriber';
 import { isUuid } from '../sdk/validation';
-import { isStorableTimestamp, storableText } from '../sdk/storable';
+import { colonyCodeProblem, isStorableTimestamp, storableText } from '../sdk/storable';
 import { decodeValue, HEADER, headerString } from '../sdk/wire-format';
 import type { SchemaRegistry } from '../sdk/registry';
 import { SessionProducer } from '../sdk/producer';
@@ -77,8 +77,10 @@ interface Lane {
   groupId: string;
   consumer?: Consumer;
   subscribed: Set<string>;
-  /** Joined its group and consuming (false from a crash until the consumer runs again). */
+  /** Joined its group and consuming (false from a crash, or a (re)subscription, until it joins). */
   running: boolean;
+  /** When a planned (re)subscription started: the lane counts as ready for JOIN_GRACE_MS meanwhile. */
+  joiningSince?: number;
   /** Crashes since the last batch that went through (drives the restart backoff). */
   crashes: number;
   restartTimer?: NodeJS.Timeout;
@@ -89,10 +91,13 @@ interface Lane {
 export interface BridgeHealth {
   ready: boolean;
   database: boolean;
-  lanes: Array<{ lane: string; topics: number; running: boolean }>;
+  lanes: Array<{ lane: string; topics: number; running: boolean; joining: boolean }>;
   /** Partitions with lag and no progress for `stallAfterMs`. */
   stalled: Array<{ lane: string; topic: string; partition: number; lag: number; since_ms: number }>;
 }
+
+/** How long a lane re-subscribing to pick up a new topic still counts as ready, in milliseconds. */
+const JOIN_GRACE_MS = 30_000;
 
 /** What `retrying` returns when it gave up because the bridge stops or lost the partition. */
 const ABORTED = Symbol('aborted');
@@ -207,8 +212,17 @@ export class Bridge {
       .map((p) => ({ lane: p.lane, topic: p.topic, partition: p.partition, lag: p.lag, since_ms: now - p.at }));
     for (const l of this.lanes)
       this.o.metrics.stalledPartitions.set({ lane: l.name }, stalled.filter((p) => p.lane === l.name).length);
-    const lanes = this.lanes.map((l) => ({ lane: l.name, topics: l.subscribed.size, running: l.running }));
-    const lanesOk = this.lanes.every((l) => (l.name === 'eventos' || l.subscribed.size > 0 ? l.running : true));
+    const joining = (l: Lane): boolean => l.joiningSince !== undefined && now - l.joiningSince < JOIN_GRACE_MS;
+    const lanes = this.lanes.map((l) => ({
+      lane: l.name,
+      topics: l.subscribed.size,
+      running: l.running,
+      joining: !l.running && joining(l),
+    }));
+    // a lane re-subscribing to pick up a new topic is not down: it has JOIN_GRACE_MS to join
+    const lanesOk = this.lanes.every((l) =>
+      l.name === 'eventos' || l.subscribed.size > 0 ? l.running || joining(l) : true,
+    );
     return {
       ready: !this.stopping && lanesOk && this.lastDbOk && stalled.length === 0,
       database: this.lastDbOk,
@@ -245,12 +259,13 @@ export class Bridge {
   }
 
   /** (Re)creates a lane's consumer on `topics`; a crash it cannot recover from schedules a restart. */
-  private async startLane(lane: Lane, topics: string[]): Promise<void> {
+  private async startLane(lane: Lane, topics: string[], planned = true): Promise<void> {
     clearTimeout(lane.restartTimer);
     lane.restartTimer = undefined;
     const previous = lane.consumer;
     lane.consumer = undefined;
     lane.running = false;
+    lane.joiningSince = planned && previous ? Date.now() : undefined; // the first join has no grace
     await previous?.disconnect().catch(() => undefined);
     if (this.stopping) return;
     const consumer: Consumer = this.kafka.consumer({
@@ -267,12 +282,14 @@ export class Bridge {
     consumer.on(consumer.events.GROUP_JOIN, () => {
       if (lane.consumer !== consumer) return;
       lane.running = true;
+      lane.joiningSince = undefined;
       // partitions may have moved to another instance: progress is measured anew from here
       for (const [k, p] of this.progress) if (p.lane === lane.name) this.progress.delete(k);
     });
     consumer.on(consumer.events.CRASH, ({ payload }) => {
       if (lane.consumer !== consumer) return;
       lane.running = false;
+      lane.joiningSince = undefined; // a crash is not a planned rejoin: not ready until it runs again
       lane.crashes++;
       this.o.metrics.consumerRestarts.inc({ lane: lane.name });
       this.o.logger.error('consumer crashed', {
@@ -323,7 +340,7 @@ export class Bridge {
     lane.restartTimer = setTimeout(() => {
       lane.restartTimer = undefined;
       const topics = [...lane.subscribed];
-      this.startLane(lane, topics).catch((err: unknown) => {
+      this.startLane(lane, topics, false).catch((err: unknown) => {
         this.o.logger.error('consumer restart failed', { lane: lane.name, error: (err as Error).message });
         lane.crashes++;
         this.scheduleRestart(lane);
@@ -419,15 +436,25 @@ export class Bridge {
       this.retrying('kafka', ctl, () =>
         this.quarantine(topic, partition, [{ kind: 'poison', reason, detail, message }]),
       );
+    // a DLQ topic someone created by hand with a name that is no colony code (the `colonia`
+    // column, a metric label): its records are quarantined, never written
+    const coloniaProblem = colonyCodeProblem(colonia);
     for (const message of batch.messages) {
       if (!ctl.isRunning() || ctl.isStale()) return;
-      const record = this.readDlqRecord(message, colonia);
+      const record = coloniaProblem ? `the DLQ topic's colony ${coloniaProblem}` : this.readDlqRecord(message, colonia);
       if (typeof record !== 'string' && headerString(message.headers, DLQ_OUTCOME_HEADER) === 'resolved') {
         const r = await this.retrying('database', ctl, () =>
-          recordResolved(this.o.pool, record.event_id, colonia, record.falhou_em),
+          refusable(() => recordResolved(this.o.pool, record.event_id, colonia, record.falhou_em)),
         );
         if (r === ABORTED) return;
-        if (r) this.o.metrics.deadLetters.inc({ colonia, estado: 'resolved' });
+        if (typeof r === 'object') {
+          this.o.metrics.refusedRows.inc({ sqlstate: r.refused });
+          if (
+            (await toQuarantine('database-refused', `PostgreSQL refused the row (SQLSTATE ${r.refused})`, message)) ===
+            ABORTED
+          )
+            return;
+        } else if (r) this.o.metrics.deadLetters.inc({ colonia, estado: 'resolved' });
       } else if (typeof record === 'string') {
         if ((await toQuarantine('invalid-header', record, message)) === ABORTED) return;
       } else {
@@ -436,9 +463,15 @@ export class Bridge {
         let checkedAt = 0;
         for (;;) {
           const r = await this.retrying('database', ctl, () =>
-            recordFailure(this.o.pool, record, this.o.dlqMaxTentativas),
+            refusable(() => recordFailure(this.o.pool, record, this.o.dlqMaxTentativas)),
           );
           if (r === ABORTED) return;
+          if ('refused' in r) {
+            this.o.metrics.refusedRows.inc({ sqlstate: r.refused });
+            const detail = `PostgreSQL refused the row (SQLSTATE ${r.refused})`;
+            if ((await toQuarantine('database-refused', detail, message)) === ABORTED) return;
+            break;
+          }
           if (r.status === 'written') {
             this.o.metrics.deadLetters.inc({ colonia, estado: r.estado });
             break;
@@ -663,6 +696,20 @@ export class Bridge {
         delay = Math.min(delay * 2, 5_000);
       }
     }
+  }
+}
+
+/**
+ * `fn`'s result, or `{ refused: SQLSTATE }` when PostgreSQL refuses the row for its content (a
+ * data, integrity or limit error): the caller quarantines the record instead of retrying it.
+ */
+async function refusable<T>(fn: () => Promise<T>): Promise<T | { refused: string }> {
+  try {
+    return await fn();
+  } catch (err) {
+    const state = sqlstateOf(err);
+    if (!isRetriable(err) && state && REFUSED_ROW_SQLSTATE.test(state)) return { refused: state };
+    throw err;
   }
 }
 
