@@ -549,8 +549,8 @@ export class Bridge {
     return {
       event_id: eventId,
       colonia,
-      // every text through the shared rules: scrubbed of personal data, then storable
-      handler_nome: handler === undefined ? null : storableText(scrubText(handler, payload, 255), 255),
+      // every text through the shared rules: scrubText also makes it storable and cuts it to the column
+      handler_nome: handler === undefined ? null : scrubText(handler, payload, 255),
       mensagem_erro: scrubText(text(DLQ_HEADERS.errorMessage) ?? '(sem mensagem)', payload, 4000),
       pilha_erro: stack === undefined ? null : scrubText(stack, payload, 8000),
       falhou_em: failedAt && isStorableTimestamp(failedAt) ? failedAt : new Date().toISOString(),
