@@ -84,6 +84,8 @@ interface Lane {
   /** Crashes since the last batch that went through (drives the restart backoff). */
   crashes: number;
   restartTimer?: NodeJS.Timeout;
+  /** A restart the timer began: `stop()` waits for it, or its consumer would outlive the bridge. */
+  restarting?: Promise<void>;
   handle(consumer: Consumer, batch: Batch, ctl: BatchControl): Promise<void>;
 }
 
@@ -193,6 +195,7 @@ export class Bridge {
     clearInterval(this.watcher);
     for (const l of this.lanes) clearTimeout(l.restartTimer);
     await this.refreshing;
+    await Promise.all(this.lanes.map((l) => l.restarting ?? Promise.resolve()));
     await Promise.all(this.lanes.map((l) => (l.consumer ? l.consumer.disconnect() : Promise.resolve())));
     await this.producer?.close();
     await this.admin?.disconnect();
@@ -340,11 +343,13 @@ export class Bridge {
     lane.restartTimer = setTimeout(() => {
       lane.restartTimer = undefined;
       const topics = [...lane.subscribed];
-      this.startLane(lane, topics, false).catch((err: unknown) => {
-        this.o.logger.error('consumer restart failed', { lane: lane.name, error: (err as Error).message });
-        lane.crashes++;
-        this.scheduleRestart(lane);
-      });
+      lane.restarting = this.startLane(lane, topics, false)
+        .catch((err: unknown) => {
+          this.o.logger.error('consumer restart failed', { lane: lane.name, error: (err as Error).message });
+          lane.crashes++;
+          this.scheduleRestart(lane);
+        })
+        .finally(() => (lane.restarting = undefined));
     }, delay);
   }
 

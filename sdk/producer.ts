@@ -80,8 +80,16 @@ export class SessionProducer {
       });
       try {
         await p.connect();
+      } catch (err) {
+        // a connect that failed half-way (metadata refused after the socket opened) keeps its socket
+        await p.disconnect().catch(() => undefined);
+        throw err;
       } finally {
         this.connecting = undefined;
+      }
+      if (this.closed) {
+        await p.disconnect().catch(() => undefined); // close() ran while this session opened
+        throw new FeromoniosError('BUS_CLOSED', 'the producer is closed');
       }
       this.producer = p;
       return p;

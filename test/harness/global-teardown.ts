@@ -37,8 +37,14 @@ function watchForLeakedHandles(): void {
     () => {
       const handles = (process as unknown as { _getActiveHandles(): unknown[] })._getActiveHandles();
       const describe = (h: unknown): string => {
-        const s = h as { constructor?: { name?: string }; remotePort?: number; localPort?: number };
-        return `${s.constructor?.name ?? '?'}${s.remotePort ? ` remote:${s.remotePort}` : ''}${s.localPort ? ` local:${s.localPort}` : ''}`;
+        const s = h as {
+          constructor?: { name?: string };
+          remotePort?: number;
+          localPort?: number;
+          feromoniosOrigin?: string;
+        };
+        const origin = s.feromoniosOrigin ? `\n    opened by ${s.feromoniosOrigin.replace(/\n/g, '\n    ')}` : '';
+        return `${s.constructor?.name ?? '?'}${s.remotePort ? ` remote:${s.remotePort}` : ''}${s.localPort ? ` local:${s.localPort}` : ''}${origin}`;
       };
       process.stderr.write(
         `[harness] still open after teardown: ${process.getActiveResourcesInfo().join(', ')}\n  ${handles.map(describe).join('\n  ')}\n`,
