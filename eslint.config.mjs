@@ -2,9 +2,80 @@ import js from '@eslint/js';
 import jest from 'eslint-plugin-jest';
 import tseslint from 'typescript-eslint';
 
+/**
+ * Component boundaries (docs/adr/0008-sdk-package-and-layout.md). Outside `sdk/`, code reaches
+ * the SDK only through its public entry points — `sdk` (colonies), `sdk/wire` (the contract
+ * the platform shares), `sdk/service` (process plumbing), `sdk/testing` — never a file inside
+ * it. The SDK never imports a server-side component. The bridge and the audit API never import
+ * each other.
+ */
+const SDK_INTERNALS = {
+  regex: '(^|/)sdk/(?!(wire|service|testing)$).+',
+  message: 'import the SDK through an entry point: sdk, sdk/wire, sdk/service or sdk/testing (docs/adr/0008)',
+};
+const SERVER_SIDE = {
+  regex: '^(\\.\\./)+(bridge|audit-api|scripts|migrations|infra|bench)(/|$)',
+  message: 'the SDK is the colony package: it never imports a server-side component (docs/adr/0008)',
+};
+const boundaries = [
+  {
+    files: ['**/*.ts'],
+    ignores: ['sdk/**'],
+    rules: { 'no-restricted-imports': ['error', { patterns: [SDK_INTERNALS] }] },
+  },
+  {
+    files: ['sdk/**/*.ts'],
+    ignores: ['sdk/**/*.test.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        { patterns: [SERVER_SIDE, { regex: '^(\\.\\./)+test/', message: 'test helpers stay out of the package' }] },
+      ],
+    },
+  },
+  {
+    files: ['bridge/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            SDK_INTERNALS,
+            { regex: '^(\\.\\./)+audit-api(/|$)', message: 'the bridge does not import the audit API' },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    files: ['audit-api/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            SDK_INTERNALS,
+            { regex: '^(\\.\\./)+bridge(/|$)', message: 'the audit API does not import the bridge' },
+          ],
+        },
+      ],
+    },
+  },
+];
+
 export default tseslint.config(
   {
-    ignores: ['node_modules/**', '.infra/**', 'dist/**', 'coverage/**', '*.config.js', '*.config.mjs', 'scripts/*.js'],
+    ignores: [
+      'node_modules/**',
+      '.infra/**',
+      'dist/**',
+      'sdk/dist/**',
+      'coverage/**',
+      '*.config.js',
+      '*.config.mjs',
+      'scripts/*.js',
+      'scripts/*.mjs',
+    ],
   },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
@@ -27,4 +98,5 @@ export default tseslint.config(
       '@typescript-eslint/unbound-method': 'off',
     },
   },
+  ...boundaries,
 );

@@ -1,9 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import type pg from 'pg';
-import type { EventBus } from '../sdk/event-bus';
-import { ThrottledError } from '../sdk/dlq-reprocessing';
-import type { Logger } from '../sdk/logger';
+import { type EventBus, ThrottledError, type Logger } from '../sdk';
 import { AddressSet, clientAddress } from './client-address';
 import { tokenOptions, type AuditConfig } from './config';
 import type { AuditMetrics } from './metrics';

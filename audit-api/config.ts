@@ -1,5 +1,4 @@
-import { connectionEnv } from '../sdk/config';
-import { env, readEnv, type EnvValues } from '../sdk/env';
+import { connectionEnv, env, readEnv, type EnvValues } from '../sdk/service';
 
 const CIDR = /^[0-9a-fA-F:.]+\/\d{1,3}$/;
 

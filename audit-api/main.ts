@@ -5,9 +5,8 @@
 import pg from 'pg';
 import { Registry } from 'prom-client';
 import { migrateLatest } from '../migrations';
-import { EventBus } from '../sdk/event-bus';
-import { jsonLogger } from '../sdk/logger';
-import { onShutdown, runMain } from '../sdk/process';
+import { EventBus, jsonLogger } from '../sdk';
+import { onShutdown, runMain } from '../sdk/service';
 import { createAuditApp } from './app';
 import { loadAuditConfig } from './config';
 import { AuditMetrics } from './metrics';

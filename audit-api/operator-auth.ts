@@ -1,5 +1,5 @@
 import { decodeJwt, errors as joseErrors, jwtVerify, SignJWT, type JWTPayload } from 'jose';
-import { operatorIdProblem } from '../sdk/storable';
+import { operatorIdProblem } from '../sdk/wire';
 import { Denied, type DenialReason } from './problem';
 
 export interface OperatorAuthOptions {
@@ -14,7 +14,7 @@ export interface OperatorAuthOptions {
 
 /** Who is calling, from a verified token. */
 export interface Operator {
-  /** The token's `sub`: an operator id (sdk/storable.ts `OPERATOR_ID_RE`), recorded in the reprocessing audit trail. */
+  /** The token's `sub`: an operator id (sdk/wire/storable.ts `OPERATOR_ID_RE`), recorded in the reprocessing audit trail. */
   sub: string;
   roles: string[];
 }

@@ -1,6 +1,5 @@
 import type { NextFunction, Request, Response } from 'express';
-import { FeromoniosError } from '../sdk/errors';
-import type { Logger } from '../sdk/logger';
+import { FeromoniosError, type Logger } from '../sdk';
 
 /** Base of the `type` URI of every problem this API answers with (RFC 7807). */
 export const PROBLEM_BASE = 'https://feromonios.dev/problemas/';

@@ -1,12 +1,11 @@
 import type { ErrorObject, ValidateFunction } from 'ajv';
-import { createAjv } from '../sdk/ajv';
-import { COLONY_CODE_RE } from '../sdk/storable';
+import { createAjv, COLONY_CODE_RE } from '../sdk/wire';
 import { Denied } from './problem';
 
-/** A colony code, exactly the SDK's rule (sdk/storable.ts): `origem`, `colonia`. */
+/** A colony code, exactly the SDK's rule (sdk/wire/storable.ts): `origem`, `colonia`. */
 const COLONY = { type: 'string', pattern: COLONY_CODE_RE.source } as const;
 const UUID = { type: 'string', format: 'uuid' } as const;
-/** A date-time PostgreSQL stores as the same instant (sdk/storable.ts `timestampProblem`). */
+/** A date-time PostgreSQL stores as the same instant (sdk/wire/storable.ts `timestampProblem`). */
 const TIMESTAMP = { type: 'string', format: 'feromonios-instante' } as const;
 /** A non-negative integer without leading zeros; the BIGINT upper bound is checked by the SDK (400). */
 const SEQUENCE = { type: 'string', pattern: '^(0|[1-9][0-9]{0,18})$' } as const;

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { Duplex } from 'node:stream';
 import type express from 'express';
-import type { Logger } from '../sdk/logger';
+import type { Logger } from '../sdk';
 import type { AuditMetrics } from './metrics';
 import { PROBLEM_BASE } from './problem';
 

@@ -4,7 +4,7 @@ import { Bridge } from '../bridge/bridge';
 import { BridgeMetrics } from '../bridge/metrics';
 import { up } from '../infra/services';
 import { migrateLatest } from '../migrations';
-import { EventBus, silentLogger, type EventBusInput } from '../sdk';
+import { EventBus, silentLogger, type OpcoesEventBusEntrada } from '../sdk';
 
 /** Progress lines go to stderr so the table on stdout stays clean. */
 export const progress = (msg: string): void => void process.stderr.write(`[bench] ${msg}\n`);
@@ -19,7 +19,7 @@ export interface BenchContext {
   /** A fresh migrated database (dropped at the end). */
   database(label: string): Promise<{ url: string; pool: pg.Pool }>;
   /** A bus in a namespace of its own, schemas synced. */
-  bus(overrides?: Partial<EventBusInput>): Promise<EventBus>;
+  bus(overrides?: Partial<OpcoesEventBusEntrada>): Promise<EventBus>;
   /** The bridge (as deployed: redaction on, batches of 500) over `pool`, following `bus`'s namespace. */
   bridge(bus: EventBus, pool: pg.Pool, groupId?: string): Promise<Bridge>;
   cleanup(): Promise<void>;

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Kafka, logLevel, Partitioners } from 'kafkajs';
-import { ensureTopics, withAdmin } from '../sdk/topics';
+import { ensureTopics, withAdmin } from '../sdk/wire';
 import { SAMPLE_PAYLOADS } from '../sdk/testing';
 import { progress, type BenchContext } from './context';
 import { atRate, now, summarize, type LatencySummary } from './stats';

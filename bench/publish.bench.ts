@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Kafka, logLevel, Partitioners, type Message } from 'kafkajs';
 import type { PublicarEventoDto } from '../sdk';
-import { buildHeaders, encodeValue } from '../sdk/wire-format';
+import { buildHeaders, encodeValue } from '../sdk/wire';
 import { SAMPLE_PAYLOADS } from '../sdk/testing';
 import { progress, type BenchContext } from './context';
 import { now, percentile, pool } from './stats';

@@ -1,24 +1,38 @@
 import { Kafka, logLevel, type Admin, type Batch, type Consumer, type KafkaMessage, type Message } from 'kafkajs';
 import type pg from 'pg';
-import type { SchemaCatalog } from '../sdk/catalog';
-import { EventDecoder } from '../sdk/event-decoder';
-import { FeromoniosError, isRetriable, SchemaValidationError, WireFormatError } from '../sdk/errors';
-import type { Logger } from '../sdk/logger';
-import { redactPayload, type RedactionOptions } from '../sdk/redaction';
-import { scrubText } from '../sdk/error-text';
-import { DLQ_HEADERS } from '../sdk/subscriber';
-import { isUuid } from '../sdk/validation';
-import { colonyCodeProblem, isStorableTimestamp, storableText } from '../sdk/storable';
-import { decodeValue, HEADER, headerString } from '../sdk/wire-format';
-import type { SchemaRegistry } from '../sdk/registry';
-import { SessionProducer } from '../sdk/producer';
-import { ensureTopics, type TopicNames, type TopicSettings } from '../sdk/topics';
+import {
+  type SchemaCatalog,
+  FeromoniosError,
+  isRetriable,
+  SchemaValidationError,
+  WireFormatError,
+  type Logger,
+  type SchemaRegistry,
+  type TopicNames,
+  type TopicSettings,
+} from '../sdk';
+import {
+  EventDecoder,
+  redactPayload,
+  type OpcoesRedacao,
+  scrubText,
+  DLQ_HEADERS,
+  isUuid,
+  colonyCodeProblem,
+  isStorableTimestamp,
+  storableText,
+  decodeValue,
+  HEADER,
+  headerString,
+  ensureTopics,
+  DLQ_OUTCOME_HEADER,
+} from '../sdk/wire';
+import { SessionProducer, backoffDelay, kafkaLogs } from '../sdk/service';
 import { recordFailure, recordResolved, type DeadLetterRecord } from './dead-letter-writer';
-import { DLQ_OUTCOME_HEADER } from '../sdk/reprocessing';
 import { appendToEventLog, type LogRow, type WriteResult } from './event-log-writer';
 import type { BridgeMetrics } from './metrics';
 
-export interface BridgeOptions {
+export interface OpcoesBridge {
   brokers: string[];
   clientId: string;
   /** Consumer group shared by every instance. */
@@ -28,7 +42,7 @@ export interface BridgeOptions {
   catalog: SchemaCatalog;
   topics: TopicNames;
   topicSettings: TopicSettings;
-  redaction: RedactionOptions;
+  redaction: OpcoesRedacao;
   /** Most events per database transaction. */
   batchSize: number;
   /** Longest wait for a fetch to fill, in milliseconds. */
@@ -137,18 +151,12 @@ export class Bridge {
     { lane: string; topic: string; partition: number; lag: number; at: number }
   >();
 
-  constructor(private readonly o: BridgeOptions) {
+  constructor(private readonly o: OpcoesBridge) {
     this.kafka = new Kafka({
       clientId: o.clientId,
       brokers: o.brokers,
       logLevel: logLevel.WARN,
-      logCreator:
-        () =>
-        ({ level, log }) => {
-          const { message, ...rest } = log;
-          if (level <= logLevel.ERROR) o.logger.error(message, { ...rest, source: 'kafkajs' });
-          else o.logger.warn(message, { ...rest, source: 'kafkajs' });
-        },
+      logCreator: kafkaLogs(o.logger),
       retry: { retries: 10, initialRetryTime: 300, maxRetryTime: 5000 },
     });
     this.decoder = new EventDecoder(o.registry, o.catalog, o.maxPayloadBytes);
@@ -335,10 +343,10 @@ export class Bridge {
     this.o.logger.info('subscribed', { lane: lane.name, topics });
   }
 
-  /** Starts a crashed lane again after a backoff (500 ms doubling, at most `restartBackoffMaxMs`). */
+  /** Starts a crashed lane again after a backoff (500 ms doubling, at most `restartBackoffMaxMs`, jittered). */
   private scheduleRestart(lane: Lane): void {
     if (this.stopping || lane.restartTimer) return;
-    const delay = Math.min(this.o.restartBackoffMaxMs ?? 30_000, 500 * 2 ** Math.min(lane.crashes - 1, 10));
+    const delay = backoffDelay(lane.crashes, { initialMs: 500, maxMs: this.o.restartBackoffMaxMs ?? 30_000 });
     this.o.logger.warn('restarting consumer', { lane: lane.name, delay_ms: delay });
     lane.restartTimer = setTimeout(() => {
       lane.restartTimer = undefined;
@@ -424,7 +432,7 @@ export class Bridge {
 
   /**
    * A colony's DLQ topic → `core.dead_letter_queue`, record by record, in order. Error texts are
-   * scrubbed (sdk/error-text.ts). A record whose event is not in the log yet waits for it only
+   * scrubbed (sdk/wire/error-text.ts). A record whose event is not in the log yet waits for it only
    * while it can still arrive — the events lane has not passed the original's offset, which
    * exists — and at most `dlqEventWaitMs`; a record whose event cannot arrive (never produced,
    * quarantined, or a forged position) goes to quarantine at once, so a bad DLQ record never
@@ -683,12 +691,12 @@ export class Bridge {
     ctl: { heartbeat(): Promise<void>; isRunning(): boolean; isStale(): boolean },
     fn: () => Promise<T>,
   ): Promise<T | typeof ABORTED> {
-    let delay = 200;
-    for (;;) {
+    for (let attempt = 1; ; attempt++) {
       try {
         return await fn();
       } catch (err) {
         if (!isRetriable(err) && !(err instanceof FeromoniosError && err.retriable)) throw err;
+        const delay = backoffDelay(attempt, { initialMs: 200, maxMs: 5_000 });
         if (dependency === 'database') this.lastDbOk = false;
         this.o.metrics.retries.inc({ dependency });
         this.o.logger.warn(`${dependency} unavailable, retrying`, { error: (err as Error).message, delay_ms: delay });
@@ -698,7 +706,6 @@ export class Bridge {
           await ctl.heartbeat().catch(() => undefined);
           await new Promise((r) => setTimeout(r, Math.min(500, until - Date.now())));
         }
-        delay = Math.min(delay * 2, 5_000);
       }
     }
   }

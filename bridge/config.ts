@@ -1,5 +1,4 @@
-import { connectionEnv } from '../sdk/config';
-import { env, readEnv, type EnvValues } from '../sdk/env';
+import { connectionEnv, env, readEnv, type EnvValues } from '../sdk/service';
 
 /** Every variable the bridge reads, validated once at start (`loadBridgeConfig`). */
 export const bridgeEnv = {

@@ -1,5 +1,6 @@
 import type pg from 'pg';
-import type { EventoConsultado } from '../sdk/contract';
+import type { EventoConsultado } from '../sdk';
+import { withTransaction } from '../sdk/service';
 
 /** One event ready for `core.event_log` (payload already redacted): the contract's columns. */
 export type LogRow = Pick<
@@ -16,7 +17,7 @@ export interface WriteResult {
 /**
  * Key of the transaction-scoped advisory lock every bridge instance takes before assigning
  * sequence numbers. Writers are serialised, so rows commit in sequence order and a reader
- * polling `sequence_number > cursor` can never see N+1 before N (DESIGN.md; the skip bug
+ * polling `sequence_number > cursor` can never see N+1 before N (the skip bug
  * Marten and Emmett shipped). docs/adr/0004-global-sequence.md explains the choice.
  */
 export const EVENT_LOG_LOCK_KEY = 0x6665726f6c6f67n; // 'ferolog'
@@ -43,10 +44,7 @@ export async function appendToEventLog(
     }
   }
   if (unique.length === 0) return { inserted: [], duplicates };
-  const client = await pool.connect();
-  let broken: Error | undefined;
-  try {
-    await client.query('BEGIN');
+  return withTransaction(pool, async (client) => {
     await client.query('SELECT pg_advisory_xact_lock($1)', [EVENT_LOG_LOCK_KEY.toString()]);
     const existing = await client.query<{ event_id: string }>(
       'SELECT event_id FROM core.event_log WHERE event_id = ANY($1::uuid[])',
@@ -80,12 +78,6 @@ export async function appendToEventLog(
       inserted = res.rows;
     }
     if (commitJitterMs > 0) await client.query('SELECT pg_sleep($1)', [(Math.random() * commitJitterMs) / 1000]);
-    await client.query('COMMIT');
     return { inserted, duplicates };
-  } catch (err) {
-    await client.query('ROLLBACK').catch((e: Error) => (broken = e));
-    throw err;
-  } finally {
-    client.release(broken); // a connection that failed to roll back is discarded
-  }
+  });
 }

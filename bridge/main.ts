@@ -4,11 +4,9 @@
  */
 import pg from 'pg';
 import { migrateLatest } from '../migrations';
-import { SchemaCatalog } from '../sdk/catalog';
-import { jsonLogger } from '../sdk/logger';
-import { onShutdown, runMain } from '../sdk/process';
-import { ConfluentSchemaRegistry } from '../sdk/registry';
-import { defaultTopicSettings, TopicNames } from '../sdk/topics';
+import { jsonLogger } from '../sdk';
+import { onShutdown, runMain } from '../sdk/service';
+import { ConfluentSchemaRegistry, SchemaCatalog, TopicNames, defaultTopicSettings } from '../sdk/wire';
 import { Bridge } from './bridge';
 import { loadBridgeConfig } from './config';
 import { BridgeMetrics } from './metrics';

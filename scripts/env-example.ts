@@ -2,8 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { auditEnv } from '../audit-api/config';
 import { bridgeEnv } from '../bridge/config';
-import { connectionEnv } from '../sdk/config';
-import { renderEnvExample } from '../sdk/env';
+import { connectionEnv, renderEnvExample } from '../sdk/service';
 import { outboxRelayEnv } from './outbox-relay';
 
 const omit = (spec: Record<string, unknown>): Record<string, unknown> =>

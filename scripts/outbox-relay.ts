@@ -4,12 +4,9 @@
  * (.env.example). Most colonies call `bus.iniciarRelayOutbox()` instead (docs/outbox.md).
  */
 import pg from 'pg';
-import { COLONY_SCHEMA_RE } from '../sdk/colony-schema';
-import { connectionEnv } from '../sdk/config';
-import { env, readEnv } from '../sdk/env';
-import { EventBus } from '../sdk/event-bus';
-import { jsonLogger } from '../sdk/logger';
-import { onShutdown, runMain } from '../sdk/process';
+import { COLONY_SCHEMA_RE } from '../sdk/wire';
+import { connectionEnv, env, readEnv, onShutdown, runMain } from '../sdk/service';
+import { EventBus, jsonLogger } from '../sdk';
 
 /** Every variable the relay process reads (`DATABASE_URL` is the colony's database here). */
 export const outboxRelayEnv = {

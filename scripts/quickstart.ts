@@ -18,8 +18,7 @@ import { BridgeMetrics } from '../bridge/metrics';
 import { startOpsServer } from '../bridge/ops-server';
 import { up } from '../infra/services';
 import { migrateLatest } from '../migrations';
-import { EventBus, silentLogger } from '../sdk';
-import { jsonLogger } from '../sdk/logger';
+import { EventBus, silentLogger, jsonLogger } from '../sdk';
 import { SAMPLE_PAYLOADS } from '../sdk/testing';
 
 const log = (msg: string): void => console.log(`[start] ${msg}`);

@@ -3,12 +3,8 @@
  * `npm run schemas:check` compares without writing and exits 1 on an incompatible version.
  * Reads SCHEMA_REGISTRY_URL and FEROMONIOS_TOPIC_NAMESPACE.
  */
-import { SchemaCatalog } from '../sdk/catalog';
-import { connectionEnv } from '../sdk/config';
-import { readEnv } from '../sdk/env';
-import { ConfluentSchemaRegistry } from '../sdk/registry';
-import { checkSchemas, syncSchemas } from '../sdk/schema-sync';
-import { TopicNames } from '../sdk/topics';
+import { connectionEnv, readEnv } from '../sdk/service';
+import { ConfluentSchemaRegistry, SchemaCatalog, TopicNames, checkSchemas, syncSchemas } from '../sdk/wire';
 
 async function main(mode: string | undefined): Promise<number> {
   if (mode !== 'sync' && mode !== 'check') {

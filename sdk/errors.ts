@@ -32,8 +32,6 @@ export const ERROR_CODES = [
   'BUS_CLOSED',
   'NOT_FOUND',
   'BAD_REQUEST',
-  'UNAUTHORIZED',
-  'FORBIDDEN',
   'RATE_LIMITED',
 ] as const;
 
@@ -170,14 +168,7 @@ export class ConfirmationTimeoutError extends FeromoniosError {
   }
 }
 
-export class DatabaseError extends FeromoniosError {
-  override name = 'DatabaseError';
-  constructor(message: string, retriable: boolean, cause?: unknown) {
-    super('DATABASE_UNAVAILABLE', message, { retriable, cause });
-  }
-}
-
-/** Registry HTTP statuses worth retrying (STYLE.md): timeouts, throttling, server errors. */
+/** Registry HTTP statuses worth retrying: timeouts, throttling, server errors. */
 export const isRetriableHttpStatus = (status: number): boolean =>
   status === 408 || status === 425 || status === 429 || status >= 500;
 
@@ -199,4 +190,26 @@ export function isRetriable(err: unknown): boolean {
   if (typeof e.retriable === 'boolean') return e.retriable; // kafkajs errors carry this
   // node-postgres reports a dropped socket without a code
   return typeof e.message === 'string' && /Connection terminated|connection timeout/i.test(e.message);
+}
+
+/** A handler did not settle within `timeoutMs` (then it is retried, and dead-lettered when out of tries). */
+export class HandlerTimeoutError extends FeromoniosError {
+  override name = 'HandlerTimeoutError';
+  constructor(handler: string, ms: number) {
+    super('HANDLER_TIMEOUT', `manipulador '${handler}' did not settle within ${ms} ms`);
+  }
+}
+
+/** A reprocessing request refused by the per-colony throttle; `retryAfterMs` says when to ask again. */
+export class ThrottledError extends FeromoniosError {
+  override name = 'ThrottledError';
+  constructor(
+    readonly colonia: string,
+    readonly retryAfterMs: number,
+  ) {
+    super(
+      'RATE_LIMITED',
+      `colony ${colonia}'s DLQ was reprocessed moments ago; try again in ${Math.ceil(retryAfterMs / 1000)} s`,
+    );
+  }
 }

@@ -1,21 +1,22 @@
-import { Kafka, logLevel as kafkaLogLevel, type logCreator } from 'kafkajs';
-import { SchemaCatalog } from './catalog';
+import { kafkaLogs } from './runtime/kafka-logs';
+import { Kafka, logLevel as kafkaLogLevel } from 'kafkajs';
+import { SchemaCatalog } from './catalog/catalog';
 import type { EventoConsultado, PublicarEventoDto } from './contract';
 import { ConfirmationTimeoutError, FeromoniosError } from './errors';
-import { LogConfirmations } from './log-confirmations';
-import { escreverNoOutbox, type TransacaoColonia } from './outbox';
-import { OutboxRelay, type OpcoesRelayOutbox } from './outbox-relay';
-import { eventoValidado, validarEvento } from './validation';
-import { jsonLogger, type Logger } from './logger';
-import { SdkMetrics } from './metrics';
-import { resolveOptions, type EventBusInput, type EventBusOptions } from './options';
-import { Publisher } from './publisher';
-import { ConfluentSchemaRegistry, type SchemaRegistry } from './registry';
-import { reprocessMessage, type ReprocessOptions } from './reprocessing';
-import { SchemaIdResolver } from './schema-ids';
-import { syncSchemas, type SchemaSyncEntry } from './schema-sync';
+import { LogConfirmations } from './publishing/log-confirmations';
+import { escreverNoOutbox, type TransacaoColonia } from './outbox/outbox';
+import { OutboxRelay, type OpcoesRelayOutbox } from './outbox/outbox-relay';
+import { eventoValidado, validarEvento } from './publishing/validation';
+import { jsonLogger, type Logger } from './runtime/logger';
+import { SdkMetrics } from './runtime/metrics';
+import { resolveOptions, type OpcoesEventBusEntrada, type OpcoesEventBus } from './options';
+import { Publisher } from './publishing/publisher';
+import { ConfluentSchemaRegistry, type SchemaRegistry } from './catalog/registry';
+import { reprocessMessage, type OpcoesReprocesso } from './reprocessing/reprocessing';
+import { SchemaIdResolver } from './catalog/schema-ids';
+import { syncSchemas, type SchemaSyncEntry } from './catalog/schema-sync';
 import pg from 'pg';
-import { EventDecoder } from './event-decoder';
+import { EventDecoder } from './wire/event-decoder';
 import {
   EventLogReader,
   type ConsultarEventosDto,
@@ -23,15 +24,15 @@ import {
   type DLQEstatisticas,
   type EventoDoLog,
   type ResultadoPaginado,
-} from './event-log-reader';
+} from './log/event-log-reader';
 import {
   DlqReprocessor,
   type FiltrosReprocessamentos,
   type OpcoesReprocessamento,
   type ResultadoReprocessamento,
-} from './dlq-reprocessing';
-import { ColonySubscriber, type ManipuladorEvento, type OpcoesInscricao } from './subscriber';
-import { TopicNames } from './topics';
+} from './reprocessing/dlq-reprocessing';
+import { ColonySubscriber, type ManipuladorEvento, type OpcoesInscricao } from './consuming/subscriber';
+import { TopicNames } from './wire/topics';
 
 /** Options of one `publicar` call. */
 export interface OpcoesPublicar {
@@ -49,7 +50,7 @@ export interface OpcoesPublicar {
  *   await bus.encerrar();
  */
 export class EventBus {
-  readonly options: EventBusOptions;
+  readonly options: OpcoesEventBus;
   readonly catalog: SchemaCatalog;
   readonly topics: TopicNames;
   readonly registry: SchemaRegistry;
@@ -67,7 +68,7 @@ export class EventBus {
   private readonly relays: OutboxRelay[] = [];
   private ownPool: pg.Pool | undefined;
 
-  constructor(input: EventBusInput) {
+  constructor(input: OpcoesEventBusEntrada) {
     this.options = resolveOptions(input);
     const o = this.options;
     this.logger = o.logger ?? jsonLogger('feromonios-sdk');
@@ -263,7 +264,7 @@ export class EventBus {
     tipo: string,
     colonia: string,
     evento: EventoConsultado,
-    opcoes: ReprocessOptions = {},
+    opcoes: OpcoesReprocesso = {},
   ): Promise<void> {
     this.assertOpen();
     const versao = this.catalog.versao(tipo, evento.versao_schema);
@@ -334,7 +335,7 @@ export class EventBus {
    * `<ns>.reprocessar.<colonia>` — the original full payload while the colony's DLQ topic still
    * retains it, else the redacted log copy flagged `redigido` — and marks them `retrying`. Every
    * call is recorded in `core.dlq_reprocessamento` (who, when, which events, outcome). The
-   * colony's handlers then resolve each entry, or it fails again (docs/reprocessing.md).
+   * colony's handlers then resolve each entry, or it fails again (docs/consuming.md, "Reprocessing").
    * Throws `ThrottledError` (`RATE_LIMITED`) inside `opcoes.intervaloMinimoMs` of the last call.
    */
   reprocessarPendentesDLQ(colonia: string, opcoes: OpcoesReprocessamento = {}): Promise<ResultadoReprocessamento> {
@@ -400,17 +401,4 @@ export class EventBus {
   private assertOpen(): void {
     if (this.closed) throw new FeromoniosError('BUS_CLOSED', 'this EventBus was closed with encerrar()');
   }
-}
-
-/** Routes kafkajs's own logs into the bus's structured logger. */
-function kafkaLogs(logger: Logger): logCreator {
-  return () =>
-    ({ level, log }) => {
-      const { message, ...rest } = log;
-      const fields = { ...rest, source: 'kafkajs' };
-      if (level === kafkaLogLevel.ERROR) logger.error(message, fields);
-      else if (level === kafkaLogLevel.WARN) logger.warn(message, fields);
-      else if (level === kafkaLogLevel.INFO) logger.info(message, fields);
-      else logger.debug(message, fields);
-    };
 }

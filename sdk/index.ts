@@ -1,10 +1,19 @@
 /**
- * @module feromonios/sdk — the public surface colonies import. Test helpers live in
- * `sdk/testing`, never here.
+ * @module @feromonios/sdk — what a colony imports: the bus (`publicar`, `inscrever`, reads of
+ * the log, DLQ reprocessing), its options, the DTOs of the contract, every error it can throw,
+ * the inbox and the outbox. Test helpers are in `@feromonios/sdk/testing`; the wire contract
+ * the platform shares is `@feromonios/sdk/wire`; service plumbing is `@feromonios/sdk/service`.
  */
 export { EventBus, type OpcoesPublicar } from './event-bus';
 export type { PublicarEventoDto, EventoConsultado, PosicaoKafka } from './contract';
-export { defaultEventBusOptions, type EventBusOptions, type EventBusInput } from './options';
+export {
+  defaultOpcoesEventBus,
+  defaultEventBusOptions,
+  type OpcoesEventBus,
+  type OpcoesEventBusEntrada,
+  type EventBusOptions,
+  type EventBusInput,
+} from './options';
 export {
   ERROR_CODES,
   FeromoniosError,
@@ -16,47 +25,44 @@ export {
   BrokerError,
   BrokerRejectedError,
   WireFormatError,
-  DatabaseError,
   ConfirmationTimeoutError,
+  HandlerTimeoutError,
+  ThrottledError,
   isRetriable,
   type ErrorCode,
   type PublishStep,
 } from './errors';
-export { SchemaCatalog, type TipoCatalogado, type VersaoCatalogada } from './catalog';
-export { ConfluentSchemaRegistry, type SchemaRegistry } from './registry';
-export { syncSchemas, checkSchemas, type SchemaSyncEntry } from './schema-sync';
-export { TopicNames, ensureTopics, defaultTopicSettings, type TopicSettings } from './topics';
-export { encodeValue, decodeValue, buildHeaders, parseHeaders, HEADER } from './wire-format';
-export { MAX_PAYLOAD_BYTES } from './validation';
-export { jsonLogger, silentLogger, type Logger } from './logger';
+export { MAX_PAYLOAD_BYTES } from './wire/wire-format';
+export { jsonLogger, silentLogger, type Logger, type LogFields, type LogLevel } from './runtime/logger';
 export {
-  DLQ_HEADERS,
-  HandlerTimeoutError,
   MAX_MANIPULADORES_POR_TIPO,
   defaultOpcoesInscricao,
   type ManipuladorEvento,
   type OpcoesInscricao,
   type ContextoEntrega,
-} from './subscriber';
-export { criarTabelaInbox, INBOX_TABLE, type InboxOptions } from './inbox';
-export { criarTabelaOutbox, OUTBOX_TABLE, OUTBOX_CHANNEL, type TransacaoColonia } from './outbox';
-export { OutboxRelay, defaultOpcoesRelayOutbox, type OpcoesRelayOutbox } from './outbox-relay';
-export { REPROCESS_HEADERS, DLQ_OUTCOME_HEADER, type ReprocessOptions } from './reprocessing';
+} from './consuming/subscriber';
+export { criarTabelaInbox, type OpcoesInbox, type InboxOptions } from './consuming/inbox';
+export { criarTabelaOutbox, type TransacaoColonia } from './outbox/outbox';
+export { OutboxRelay, defaultOpcoesRelayOutbox, type OpcoesRelayOutbox } from './outbox/outbox-relay';
 export {
-  EventLogReader,
   LIMITE_MAXIMO,
+  type EventLogReader,
   type ConsultarEventosDto,
   type ResultadoPaginado,
   type EventoDoLog,
   type DLQEstatisticas,
   type DLQEntrada,
-} from './event-log-reader';
-export { EventDecoder } from './event-decoder';
+} from './log/event-log-reader';
 export {
-  ThrottledError,
   defaultOpcoesReprocessamento,
   type OpcoesReprocessamento,
   type ResultadoReprocessamento,
   type RegistroReprocessamento,
   type FiltrosReprocessamentos,
-} from './dlq-reprocessing';
+} from './reprocessing/dlq-reprocessing';
+// types that appear in the bus's public signatures (bus.catalog, bus.topics, bus.registry)
+export type { SchemaCatalog, TipoCatalogado, VersaoCatalogada } from './catalog/catalog';
+export type { SchemaRegistry } from './catalog/registry';
+export type { SchemaSyncEntry } from './catalog/schema-sync';
+export type { TopicNames, TopicSettings } from './wire/topics';
+export type { SdkMetrics } from './runtime/metrics';

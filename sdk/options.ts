@@ -1,13 +1,13 @@
 import type { Pool } from 'pg';
 import type { Registry } from 'prom-client';
-import { COLONY_SCHEMA_RE } from './colony-schema';
+import { COLONY_SCHEMA_RE } from './catalog/colony-schema';
 import { ConfigError } from './errors';
-import type { Logger } from './logger';
-import type { SchemaRegistry } from './registry';
-import { defaultTopicSettings, type TopicSettings } from './topics';
+import type { Logger } from './runtime/logger';
+import type { SchemaRegistry } from './catalog/registry';
+import { defaultTopicSettings, type TopicSettings } from './wire/topics';
 
 /** Options of an `EventBus`. Every duration is in milliseconds. */
-export interface EventBusOptions {
+export interface OpcoesEventBus {
   /** Kafka/Redpanda bootstrap brokers, `host:port`. */
   brokers: string[];
   /** Confluent-compatible registry base URL (ignored when `registry` is given). */
@@ -55,7 +55,7 @@ export interface EventBusOptions {
   };
 }
 
-export const defaultEventBusOptions = {
+export const defaultOpcoesEventBus = {
   clientId: 'feromonios',
   namespace: 'feromonios',
   topics: defaultTopicSettings,
@@ -64,17 +64,17 @@ export const defaultEventBusOptions = {
   registryTimeoutMs: 2_000,
   registryRetries: 1,
   consumo: { particoesEmParalelo: 3, janelaDeduplicacao: 10_000, desdeOInicio: false, sessionTimeoutMs: 30_000 },
-} satisfies Partial<EventBusOptions>;
+} satisfies Partial<OpcoesEventBus>;
 
-export type EventBusInput = Partial<EventBusOptions> & Pick<EventBusOptions, 'brokers'>;
+export type OpcoesEventBusEntrada = Partial<OpcoesEventBus> & Pick<OpcoesEventBus, 'brokers'>;
 
 /** Merges defaults and validates once; a bad option throws naming its path. */
-export function resolveOptions(input: EventBusInput): EventBusOptions {
-  const o: EventBusOptions = {
-    ...defaultEventBusOptions,
+export function resolveOptions(input: OpcoesEventBusEntrada): OpcoesEventBus {
+  const o: OpcoesEventBus = {
+    ...defaultOpcoesEventBus,
     ...input,
-    topics: { ...defaultEventBusOptions.topics, ...input.topics },
-    consumo: { ...defaultEventBusOptions.consumo, ...input.consumo },
+    topics: { ...defaultOpcoesEventBus.topics, ...input.topics },
+    consumo: { ...defaultOpcoesEventBus.consumo, ...input.consumo },
   };
   const problems: string[] = [];
   if (
@@ -120,3 +120,10 @@ export function resolveOptions(input: EventBusInput): EventBusOptions {
   if (problems.length > 0) throw new ConfigError(`invalid EventBus options: ${problems.join('; ')}`, problems);
   return o;
 }
+
+/** @deprecated since 0.2: renamed `OpcoesEventBus` (docs/adr/0008-sdk-package-and-layout.md). */
+export type EventBusOptions = OpcoesEventBus;
+/** @deprecated since 0.2: renamed `OpcoesEventBusEntrada`. */
+export type EventBusInput = OpcoesEventBusEntrada;
+/** @deprecated since 0.2: renamed `defaultOpcoesEventBus`. */
+export const defaultEventBusOptions = defaultOpcoesEventBus;

@@ -1,6 +1,6 @@
 import Ajv2020 from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
-import { isStorableTimestamp } from './storable';
+import { isStorableTimestamp } from '../wire/storable';
 
 /**
  * The one Ajv configuration of the project: JSON Schema draft 2020-12 with formats, strict

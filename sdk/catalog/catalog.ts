@@ -3,11 +3,18 @@ import path from 'node:path';
 import type { ValidateFunction } from 'ajv';
 import { createAjv } from './ajv';
 import { backwardIncompatibilities } from './compatibility';
-import { CatalogError } from './errors';
-import { policyProblems, uncoveredFields, type RedactionPolicy } from './redaction';
+import { CatalogError } from '../errors';
+import { policyProblems, uncoveredFields, type RedactionPolicy } from '../wire/redaction';
 
-/** Where the project's schemas live (`<root>/schemas`). */
-export const DEFAULT_SCHEMAS_DIR = path.resolve(__dirname, '..', 'schemas');
+/**
+ * Where the event schemas live: inside the installed package (`dist/schemas`, copied there by
+ * `npm run build -w @feromonios/sdk`), or in the repository (`<root>/schemas`) when the SDK runs
+ * from source.
+ */
+export const DEFAULT_SCHEMAS_DIR = [
+  path.resolve(__dirname, '..', 'schemas'),
+  path.resolve(__dirname, '..', '..', 'schemas'),
+].find((dir) => fs.existsSync(path.join(dir, 'demanda.recebida', 'type.json'))) as string;
 
 export type TipoStatus = 'active' | 'deprecated';
 

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { SchemaCatalog, DEFAULT_SCHEMAS_DIR } from './catalog';
 import { backwardIncompatibilities } from './compatibility';
-import { CatalogError } from './errors';
+import { CatalogError } from '../errors';
 
 /** A copy of the real catalog in a temp dir, with `edit` applied (file → content or null to delete). */
 function catalogWith(edit: Record<string, string | null>): string {

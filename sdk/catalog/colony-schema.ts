@@ -1,4 +1,4 @@
-import { ConfigError } from './errors';
+import { ConfigError } from '../errors';
 
 /** A colony's own PostgreSQL schema name (`d4`, `d1a`): a lowercase unquoted identifier. */
 export const COLONY_SCHEMA_RE = /^[a-z_][a-z0-9_]{0,62}$/;

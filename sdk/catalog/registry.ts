@@ -1,4 +1,5 @@
-import { isRetriableHttpStatus, RegistryError } from './errors';
+import { backoffDelay, sleep } from '../runtime/retry';
+import { isRetriableHttpStatus, RegistryError } from '../errors';
 
 /** The schema registry, behind a port: code speaks only the Confluent REST API. */
 export interface SchemaRegistry {
@@ -14,7 +15,7 @@ export interface SchemaRegistry {
   subjects(): Promise<string[]>;
 }
 
-export interface ConfluentRegistryOptions {
+export interface OpcoesRegistroConfluent {
   /** Base URL, e.g. `http://127.0.0.1:8081` (Redpanda) or `…/apis/ccompat/v7` (Apicurio). */
   url: string;
   /** Per-request timeout, in milliseconds. */
@@ -31,7 +32,7 @@ export class ConfluentSchemaRegistry implements SchemaRegistry {
   private readonly timeoutMs: number;
   private readonly retries: number;
 
-  constructor(options: ConfluentRegistryOptions) {
+  constructor(options: OpcoesRegistroConfluent) {
     this.url = options.url.replace(/\/+$/, '');
     this.timeoutMs = options.timeoutMs ?? 3000;
     this.retries = options.retries ?? 2;
@@ -86,7 +87,7 @@ export class ConfluentSchemaRegistry implements SchemaRegistry {
   private async request<T>(method: string, path: string, body?: unknown): Promise<T> {
     let lastErr: RegistryError | undefined;
     for (let attempt = 0; attempt <= this.retries; attempt++) {
-      if (attempt > 0) await new Promise((r) => setTimeout(r, 100 * 2 ** (attempt - 1)));
+      if (attempt > 0) await sleep(backoffDelay(attempt, { initialMs: 100, maxMs: 2_000 }));
       let res: Response;
       try {
         res = await fetch(`${this.url}${path}`, {

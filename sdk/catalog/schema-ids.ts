@@ -1,7 +1,7 @@
 import type { VersaoCatalogada } from './catalog';
-import { RegistryError } from './errors';
+import { RegistryError } from '../errors';
 import type { SchemaRegistry } from './registry';
-import { TopicNames } from './topics';
+import { TopicNames } from '../wire/topics';
 
 /**
  * Maps a catalog version to its registry schema id, by content: the version's schema text is

@@ -3,8 +3,8 @@ import path from 'node:path';
 import { SchemaCatalog } from './catalog';
 import { ConfluentSchemaRegistry } from './registry';
 import { checkSchemas, syncSchemas } from './schema-sync';
-import { TopicNames } from './topics';
-import { randomNamespace, serviceEnv } from '../test/harness';
+import { TopicNames } from '../wire/topics';
+import { randomNamespace, serviceEnv } from '../../test/harness';
 
 const catalog = SchemaCatalog.load();
 const registry = (): ConfluentSchemaRegistry => new ConfluentSchemaRegistry({ url: serviceEnv().registryUrl });
@@ -12,7 +12,7 @@ const registry = (): ConfluentSchemaRegistry => new ConfluentSchemaRegistry({ ur
 function runScript(mode: 'sync' | 'check', namespace: string): { status: number | null; out: string } {
   const res = spawnSync(
     process.execPath,
-    [require.resolve('tsx/cli'), path.join(__dirname, '..', 'scripts', 'schemas.ts'), mode],
+    [require.resolve('tsx/cli'), path.join(__dirname, '..', '..', 'scripts', 'schemas.ts'), mode],
     {
       encoding: 'utf8',
       env: { ...process.env, FEROMONIOS_TOPIC_NAMESPACE: namespace },

@@ -1,6 +1,6 @@
 import type { SchemaCatalog } from './catalog';
 import type { SchemaRegistry } from './registry';
-import { TopicNames } from './topics';
+import { TopicNames } from '../wire/topics';
 
 export interface SchemaSyncEntry {
   tipo: string;

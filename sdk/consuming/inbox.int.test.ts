@@ -2,9 +2,9 @@ import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import { criarTabelaInbox } from './inbox';
 import type { ManipuladorEvento } from './subscriber';
-import { SAMPLE_PAYLOADS } from './testing';
-import { createTestDatabase, testKafka, waitFor, type TestDatabase } from '../test/harness';
-import { createTestBus } from '../test/harness/bus';
+import { SAMPLE_PAYLOADS } from '../testing';
+import { createTestDatabase, testKafka, waitFor, type TestDatabase } from '../../test/harness';
+import { createTestBus } from '../../test/harness/bus';
 
 const categorizada = (event_id = randomUUID()) => ({
   tipo: 'demanda.categorizada',

@@ -1,17 +1,21 @@
+import { rollback, withTransaction } from '../runtime/transaction';
 import type pg from 'pg';
-import { colonyTable } from './colony-schema';
+import { colonyTable } from '../catalog/colony-schema';
 
 /**
  * The PostgreSQL inbox: a table in the colony's own schema recording which handler processed
  * which event, written in the same transaction the handler works in. An event is then processed
  * once per colony and handler across restarts, rebalances and duplicate publishes.
  */
-export interface InboxOptions {
+export interface OpcoesInbox {
   /** The colony's database. */
   pool: pg.Pool;
   /** The colony's schema, e.g. `d4`. */
   schema: string;
 }
+
+/** @deprecated since 0.2: renamed `OpcoesInbox`. */
+export type InboxOptions = OpcoesInbox;
 
 export const INBOX_TABLE = 'feromonios_inbox';
 
@@ -38,29 +42,17 @@ export async function criarTabelaInbox(pool: pg.Pool, schema: string): Promise<v
  * with the handler's own writes, or rolls back with them.
  */
 export async function withInbox(
-  inbox: InboxOptions,
+  inbox: OpcoesInbox,
   claim: { event_id: string; manipulador: string; tipo: string },
   work: (trx: pg.PoolClient) => Promise<void>,
 ): Promise<boolean> {
-  const client = await inbox.pool.connect();
-  let broken: Error | undefined;
-  try {
-    await client.query('BEGIN');
+  return withTransaction(inbox.pool, async (client) => {
     const res = await client.query(
       `INSERT INTO ${inboxTable(inbox.schema)} (event_id, manipulador, tipo) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`,
       [claim.event_id, claim.manipulador, claim.tipo],
     );
-    if (res.rowCount === 0) {
-      await client.query('ROLLBACK');
-      return false;
-    }
+    if (res.rowCount === 0) return rollback(false);
     await work(client);
-    await client.query('COMMIT');
     return true;
-  } catch (err) {
-    await client.query('ROLLBACK').catch((e: Error) => (broken = e));
-    throw err;
-  } finally {
-    client.release(broken);
-  }
+  });
 }

@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { Kafka, logLevel } from 'kafkajs';
-import type { EventoConsultado } from './contract';
-import { DLQ_HEADERS } from './subscriber';
-import { SAMPLE_PAYLOADS } from './testing';
-import type { EventBus } from './index';
-import { createTestBus } from '../test/harness/bus';
-import { readTopic, testKafka, waitFor } from '../test/harness';
+import type { EventoConsultado } from '../contract';
+import { DLQ_HEADERS } from '../wire';
+import { SAMPLE_PAYLOADS } from '../testing';
+import type { EventBus } from '..';
+import { createTestBus } from '../../test/harness/bus';
+import { groupLag, readTopic, testKafka, waitFor } from '../../test/harness';
 
 const categorizada = (patch: Record<string, unknown> = {}) => ({
   tipo: 'demanda.categorizada',
@@ -171,7 +171,10 @@ describe('inscrever over the real broker', () => {
       Array.from({ length: 60 }, () => ({ ...categorizada(), correlacao_id: randomUUID() })),
     );
     await waitFor(() => seen.size === 60);
-    await new Promise((r) => setTimeout(r, 500));
+    // all handled and committed: a duplicate delivery could only come from uncommitted work
+    await waitFor(
+      async () => (await groupLag(`${a.topics.namespace}.colonia.D-9`, a.topics.evento('demanda.categorizada'))) === 0,
+    );
     expect([...seen.values()].every((who) => who.length === 1)).toBe(true);
     expect(new Set([...seen.values()].flat())).toEqual(new Set(['a', 'b']));
     expect(sent.every((e) => seen.has(e.event_id))).toBe(true);
@@ -195,7 +198,14 @@ describe('inscrever over the real broker', () => {
     const e = await bus.publicar(categorizada());
     const after = await bus.publicar(categorizada());
     await waitFor(() => runs.length === 2, { timeoutMs: 40_000 });
-    await new Promise((r) => setTimeout(r, 7_000)); // an evicted member's message would come back now
+    // both committed by the member that ran them: had it been evicted mid-handler, the commit of
+    // the first would have been refused and the event handed out again (a third run)
+    await waitFor(
+      async () =>
+        (await groupLag(`${bus.topics.namespace}.colonia.D-10`, bus.topics.evento('demanda.categorizada'))) === 0,
+      { timeoutMs: 30_000, message: 'the group committed both events' },
+    );
+    expect(await describeGroup(bus, `${bus.topics.namespace}.colonia.D-10`)).toBe(1);
     expect(runs.sort()).toEqual([e.event_id, after.event_id].sort()); // each once: no redelivery
   }, 70_000);
 

@@ -1,19 +1,20 @@
+import { backoffDelay, sleep } from '../runtime/retry';
 import type { Span } from '@opentelemetry/api';
 import type { Consumer, EachMessagePayload, Kafka, Message } from 'kafkajs';
-import type { EventoConsultado } from './contract';
-import { FeromoniosError, isRetriable } from './errors';
-import type { EventDecoder } from './event-decoder';
-import type { Logger } from './logger';
-import type { SdkMetrics } from './metrics';
-import { scrubText } from './error-text';
-import { withInbox, type InboxOptions } from './inbox';
-import { DLQ_OUTCOME_HEADER, REPROCESS_HEADERS } from './reprocessing';
-import { ensureTopics, withAdmin, type TopicNames, type TopicSettings } from './topics';
+import type { EventoConsultado } from '../contract';
+import { HandlerTimeoutError, FeromoniosError, isRetriable } from '../errors';
+import type { EventDecoder } from '../wire/event-decoder';
+import type { Logger } from '../runtime/logger';
+import type { SdkMetrics } from '../runtime/metrics';
+import { scrubText } from '../wire/error-text';
+import { withInbox, type OpcoesInbox } from './inbox';
+import { DLQ_HEADERS, DLQ_OUTCOME_HEADER, REPROCESS_HEADERS } from '../wire/headers';
+import { ensureTopics, withAdmin, type TopicNames, type TopicSettings } from '../wire/topics';
 import type { PoolClient } from 'pg';
-import { endSpan, startConsumerSpan } from './tracing';
-import { headerString, HEADER } from './wire-format';
-import { isUuid } from './validation';
-import { SessionProducer } from './producer';
+import { endSpan, startConsumerSpan } from '../runtime/tracing';
+import { headerString, HEADER } from '../wire/wire-format';
+import { isUuid } from '../wire/storable';
+import { SessionProducer } from '../runtime/producer';
 
 /** What a handler gets besides the event (optional second argument; seed handlers ignore it). */
 export interface ContextoEntrega {
@@ -48,7 +49,7 @@ export interface OpcoesInscricao {
   /** Largest backoff between retries, in milliseconds. */
   backoffMaxMs?: number;
   /** Process each event once per handler across restarts (docs/consuming.md, "Inbox"). */
-  inbox?: InboxOptions;
+  inbox?: OpcoesInbox;
 }
 
 export const defaultOpcoesInscricao = {
@@ -58,34 +59,7 @@ export const defaultOpcoesInscricao = {
   backoffMaxMs: 2_000,
 } satisfies Omit<Required<OpcoesInscricao>, 'inbox'>;
 
-type ResolvedOpcoes = typeof defaultOpcoesInscricao & { inbox?: InboxOptions };
-
-/** Headers a dead-lettered message carries, besides the original ones (docs/consuming.md). */
-export const DLQ_HEADERS = {
-  topic: 'feromonios_dlq_topico',
-  partition: 'feromonios_dlq_particao',
-  offset: 'feromonios_dlq_offset',
-  timestamp: 'feromonios_dlq_timestamp',
-  group: 'feromonios_dlq_grupo',
-  colonia: 'feromonios_dlq_colonia',
-  handler: 'feromonios_dlq_manipulador',
-  errorMessage: 'feromonios_dlq_erro_mensagem',
-  errorStack: 'feromonios_dlq_erro_pilha',
-  errorCode: 'feromonios_dlq_erro_codigo',
-  attempts: 'feromonios_dlq_tentativas',
-  failedAt: 'feromonios_dlq_falhou_em',
-  /** `true` when the record is a reference: the copy did not fit, the original stays at topic/partition/offset. */
-  reference: 'feromonios_dlq_referencia',
-  /** Size of the original value, in bytes (on references). */
-  size: 'feromonios_dlq_tamanho',
-} as const;
-
-export class HandlerTimeoutError extends FeromoniosError {
-  override name = 'HandlerTimeoutError';
-  constructor(handler: string, ms: number) {
-    super('HANDLER_TIMEOUT', `manipulador '${handler}' did not settle within ${ms} ms`);
-  }
-}
+type ResolvedOpcoes = typeof defaultOpcoesInscricao & { inbox?: OpcoesInbox };
 
 interface Inscricao {
   tipo: string;
@@ -172,7 +146,7 @@ export class ColonySubscriber {
         await this.sync();
         return;
       } catch (err) {
-        const delay = Math.min(30_000, 500 * 2 ** Math.min(attempt - 1, 10));
+        const delay = backoffDelay(attempt, { initialMs: 500, maxMs: 30_000 });
         this.d.metrics.subscriberRestarts.inc({ colonia: this.d.colonia, causa: 'inscricao' });
         this.d.logger.error('subscription failed, retrying', {
           colonia: this.d.colonia,
@@ -180,10 +154,7 @@ export class ColonySubscriber {
           delay_ms: delay,
           error: scrubText((err as Error).message, undefined, 500),
         });
-        await new Promise<void>((r) => {
-          const t = setTimeout(r, delay);
-          this.abort.signal.addEventListener('abort', () => (clearTimeout(t), r()), { once: true });
-        });
+        await sleep(delay, this.abort.signal);
       }
     }
   }
@@ -367,7 +338,7 @@ export class ColonySubscriber {
         },
       ],
     });
-    this.d.logger.info('reprocessamento resolvido', {
+    this.d.logger.info('reprocessing resolved', {
       event_id: evento.event_id,
       correlacao_id: evento.correlacao_id,
       colonia: this.d.colonia,
@@ -419,14 +390,14 @@ export class ColonySubscriber {
         lastErr = err;
         endSpan(span, err);
         this.observe(h, evento, err instanceof HandlerTimeoutError ? 'timeout' : 'failure', t0);
-        this.d.logger.error('Falha em manipulador de evento', {
+        this.d.logger.error('handler failed', {
           ...fields,
           tentativa: attempt,
           error: scrubText(err instanceof Error ? err.message : String(err), evento.payload, 1000),
         });
         if (err instanceof HandlerTimeoutError || this.closed) break;
         if (attempt <= h.opcoes.tentativasExtras) {
-          await sleep(Math.min(h.opcoes.backoffMaxMs, h.opcoes.backoffInicialMs * 2 ** (attempt - 1)));
+          await sleep(backoffDelay(attempt, { initialMs: h.opcoes.backoffInicialMs, maxMs: h.opcoes.backoffMaxMs }));
         }
       }
     }
@@ -539,7 +510,7 @@ export class ColonySubscriber {
       });
     }
     this.d.metrics.deadLettered.inc({ colonia: this.d.colonia, manipulador: handler });
-    this.d.logger.error('evento enviado à DLQ', {
+    this.d.logger.error('event dead-lettered', {
       event_id: headerString(message.headers, HEADER.id),
       correlacao_id: headerString(message.headers, HEADER.correlacaoId),
       colonia: this.d.colonia,
@@ -559,5 +530,3 @@ export class ColonySubscriber {
     this.d.metrics.handlerDuration.observe(labels, Number(process.hrtime.bigint() - t0) / 1e9);
   }
 }
-
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));

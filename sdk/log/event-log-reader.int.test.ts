@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { createTestDatabase, serviceEnv, type TestDatabase } from '../test/harness';
-import { EventBus, silentLogger } from './index';
+import { createTestDatabase, serviceEnv, type TestDatabase } from '../../test/harness';
+import { EventBus, silentLogger } from '..';
 
 /** Inserts `n` rows of `tipo` (the bridge's job in production; here, fixtures as in seed 7.3). */
 async function seedRows(db: TestDatabase, n: number, tipo: string, correlacao = randomUUID()): Promise<void> {

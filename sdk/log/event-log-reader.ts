@@ -1,9 +1,8 @@
 import type pg from 'pg';
-import type { EventoConsultado } from './contract';
-import { FeromoniosError } from './errors';
-import type { Logger } from './logger';
-import { colonyCodeProblem, textProblem, timestampProblem } from './storable';
-import { isUuid } from './validation';
+import type { EventoConsultado } from '../contract';
+import { FeromoniosError } from '../errors';
+import type { Logger } from '../runtime/logger';
+import { colonyCodeProblem, textProblem, timestampProblem, isUuid } from '../wire/storable';
 
 /** Filters of `consultarEventos` (seed 4.3). */
 export interface ConsultarEventosDto {
@@ -182,14 +181,14 @@ export class EventLogReader {
       out.push(...lote);
       batches++;
       if (batches >= MAX_LOTES_REPLAY) {
-        this.logger.warn('Teto de iterações do replay atingido', {
+        this.logger.warn('replay iteration ceiling reached', {
           de_sequence: String(deSequence),
           eventos: out.length,
         });
         break;
       }
       if (batches % 10 === 0)
-        this.logger.info('replay em progresso', { eventos: out.length, ate: String(out.at(-1)?.sequence_number) });
+        this.logger.info('replay in progress', { eventos: out.length, ate: String(out.at(-1)?.sequence_number) });
     }
     return out;
   }

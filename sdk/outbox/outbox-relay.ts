@@ -1,13 +1,15 @@
-import { scrubText } from './error-text';
-import { storableText } from './storable';
+import { rollback, withTransaction, type Rollback } from '../runtime/transaction';
+import { backoffDelay } from '../runtime/retry';
+import { scrubText } from '../wire/error-text';
+import { storableText } from '../wire/storable';
 import type pg from 'pg';
-import type { SchemaCatalog } from './catalog';
-import type { EventoConsultado, PublicarEventoDto } from './contract';
-import { FeromoniosError, isRetriable } from './errors';
-import type { Logger } from './logger';
-import type { SdkMetrics } from './metrics';
+import type { SchemaCatalog } from '../catalog/catalog';
+import type { EventoConsultado, PublicarEventoDto } from '../contract';
+import { FeromoniosError, isRetriable } from '../errors';
+import type { Logger } from '../runtime/logger';
+import type { SdkMetrics } from '../runtime/metrics';
 import { OUTBOX_CHANNEL, OUTBOX_TABLE, outboxTable } from './outbox';
-import { validarEvento, type EventoValidado } from './validation';
+import { validarEvento, type EventoValidado } from '../publishing/validation';
 
 /** Options of the outbox relay. Every duration is in milliseconds. */
 export interface OpcoesRelayOutbox {
@@ -114,18 +116,15 @@ export class OutboxRelay {
    * another relay holds the schema). Exposed for tests and for hosts that drive their own loop.
    */
   async executarCiclo(): Promise<number> {
-    const client = await this.o.pool.connect();
-    let broken: Error | undefined;
-    try {
-      await client.query('BEGIN');
+    // a retriable publish failure rolls the pass back, then counts the attempt on the rows
+    let retriable: { err: unknown; ids: string[] } | undefined;
+    let setAside = 0;
+    const count = await withTransaction(this.o.pool, async (client) => {
       const lock = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_xact_lock($1, hashtext($2)) AS ok', [
         LOCK_NAMESPACE,
         this.o.schema,
       ]);
-      if (!lock.rows[0]?.ok) {
-        await client.query('ROLLBACK');
-        return 0;
-      }
+      if (!lock.rows[0]?.ok) return rollback(0);
       const { rows } = await client.query<Row>(
         `SELECT id::text, event_id::text, tipo, versao_schema, timestamp_evento, origem, correlacao_id::text,
                 causation_id::text, chave_particao, payload
@@ -134,10 +133,7 @@ export class OutboxRelay {
           ORDER BY ${OUTBOX_TABLE}.id LIMIT $1`, // the table's bigint, not the text alias
         [this.o.lote],
       );
-      if (rows.length === 0) {
-        await client.query('COMMIT');
-        return 0;
-      }
+      if (rows.length === 0) return 0;
       const good: Array<{ row: Row; evento: EventoValidado }> = [];
       const poison: Array<{ row: Row; erro: string }> = [];
       for (const row of rows) {
@@ -147,15 +143,9 @@ export class OutboxRelay {
           poison.push({ row, erro: (err as Error).message });
         }
       }
-      const failed = async (err: unknown): Promise<never> => {
-        await client.query('ROLLBACK');
-        await this.o.pool
-          .query(
-            `UPDATE ${this.table} SET tentativas = tentativas + 1, ultimo_erro = $2 WHERE id = ANY($1::bigint[])`,
-            [good.map((g) => g.row.id), storableText((err as Error).message, 2000)],
-          )
-          .catch(() => undefined);
-        throw err;
+      const failed = (err: unknown): Rollback<number> => {
+        retriable = { err, ids: good.map((g) => g.row.id) };
+        return rollback(0);
       };
       let published = good;
       try {
@@ -192,16 +182,23 @@ export class OutboxRelay {
           error: scrubText(p.erro, p.row.payload, 1000),
         });
       }
-      await client.query('COMMIT');
-      this.d.metrics.outboxPublished.inc({ schema: this.o.schema }, published.length);
-      if (poison.length > 0) this.d.metrics.outboxErrors.inc({ schema: this.o.schema, code: 'POISON' }, poison.length);
+      setAside = poison.length;
       return published.length;
-    } catch (err) {
-      await client.query('ROLLBACK').catch((e: Error) => (broken = e));
+    });
+    // counted once committed
+    if (count > 0) this.d.metrics.outboxPublished.inc({ schema: this.o.schema }, count);
+    if (setAside > 0) this.d.metrics.outboxErrors.inc({ schema: this.o.schema, code: 'POISON' }, setAside);
+    if (retriable) {
+      const { err, ids } = retriable;
+      await this.o.pool
+        .query(`UPDATE ${this.table} SET tentativas = tentativas + 1, ultimo_erro = $2 WHERE id = ANY($1::bigint[])`, [
+          ids,
+          storableText((err as Error).message, 2000),
+        ])
+        .catch(() => undefined);
       throw err;
-    } finally {
-      client.release(broken);
     }
+    return count;
   }
 
   private async run(): Promise<void> {
@@ -231,7 +228,8 @@ export class OutboxRelay {
         this.notified = false; // more are waiting, or a commit arrived during the pass
         continue;
       }
-      const wait = failures > 0 ? Math.min(5_000, this.o.intervaloMs * 2 ** failures) : this.o.intervaloMs;
+      const wait =
+        failures > 0 ? backoffDelay(failures + 1, { initialMs: this.o.intervaloMs, maxMs: 5_000 }) : this.o.intervaloMs;
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, wait);
         this.wake = () => {

@@ -1,23 +1,24 @@
 import { randomUUID } from 'node:crypto';
 import { ConfigResourceTypes } from 'kafkajs';
 import knexFactory from 'knex';
-import type { EventoConsultado } from './contract';
-import { ConfirmationTimeoutError, PublishValidationError } from './errors';
+import type { EventoConsultado } from '../contract';
+import { ConfirmationTimeoutError, PublishValidationError } from '../errors';
 import { criarTabelaOutbox } from './outbox';
-import { SAMPLE_PAYLOADS } from './testing';
-import type { EventBus } from './index';
+import { SAMPLE_PAYLOADS } from '../testing';
+import type { EventBus } from '..';
 import {
   createTestDatabase,
+  groupLag,
   readTopic,
   registerCleanup,
   testKafka,
   topicMessageCount,
   waitFor,
   type TestDatabase,
-} from '../test/harness';
-import { startTestBridge } from '../test/harness/bridge';
-import { spawnTs } from '../test/harness/spawn';
-import { createTestBus } from '../test/harness/bus';
+} from '../../test/harness';
+import { startTestBridge } from '../../test/harness/bridge';
+import { spawnTs } from '../../test/harness/spawn';
+import { createTestBus } from '../../test/harness/bus';
 
 const categorizada = (patch: Record<string, unknown> = {}) => ({
   tipo: 'demanda.categorizada',
@@ -220,7 +221,8 @@ describe('transactional outbox and relay (seed 003 §6)', () => {
   it('a commit wakes the relay through NOTIFY, well before its polling interval', async () => {
     await criarTabelaOutbox(colony.pool, 'd8');
     const relay = await bus.iniciarRelayOutbox({ schema: 'd8', intervaloMs: 60_000 });
-    await new Promise((r) => setTimeout(r, 300)); // the first (empty) pass is done: now it waits 60 s
+    // the first (empty) pass and its housekeeping (which LISTENs) are done: now it waits 60 s
+    await waitFor(async () => (await bus.metrics.outboxPending.get()).values.some((v) => v.labels.schema === 'd8'));
     const client = await colony.pool.connect();
     await client.query('BEGIN');
     const e = await bus.publicarNaTransacao(client, categorizada(), { schema: 'd8' });
@@ -409,7 +411,7 @@ describe('confirmed publishing and idempotent re-publish (seed 3.4, 8.2)', () =>
 
   it('an inbox-enabled colony handles a re-published event once', async () => {
     const colony = await createTestDatabase();
-    const { criarTabelaInbox } = await import('./inbox');
+    const { criarTabelaInbox } = await import('../consuming/inbox');
     await criarTabelaInbox(colony.pool, 'd9');
     const runs: string[] = [];
     bus.inscrever('demanda.recebida', 'D-9', (e) => void runs.push(e.event_id), {
@@ -426,7 +428,10 @@ describe('confirmed publishing and idempotent re-publish (seed 3.4, 8.2)', () =>
     await bus.publicar(dto); // a retry after a timeout: produced twice
     await waitFor(() => runs.length >= 1);
     await waitFor(async () => (await topicMessageCount(bus.topics.evento('demanda.recebida'))) >= 2);
-    await new Promise((r) => setTimeout(r, 500));
+    // both copies handled (the second dropped by the inbox) and committed
+    await waitFor(
+      async () => (await groupLag(`${bus.topics.namespace}.colonia.D-9`, bus.topics.evento('demanda.recebida'))) === 0,
+    );
     expect(runs).toEqual([dto.event_id]);
     expect(await count(db, 'SELECT count(*) AS n FROM core.event_log WHERE event_id = $1', [dto.event_id])).toBe(1);
   });

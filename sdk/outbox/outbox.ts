@@ -1,7 +1,7 @@
 import type pg from 'pg';
-import { colonyTable } from './colony-schema';
-import { ConfigError } from './errors';
-import type { EventoValidado } from './validation';
+import { colonyTable } from '../catalog/colony-schema';
+import { ConfigError } from '../errors';
+import type { EventoValidado } from '../publishing/validation';
 
 /**
  * The transactional outbox (seed 003 §6, docs/outbox.md): a table in the colony's own schema

@@ -1,9 +1,9 @@
-import { BrokerError, RegistryError } from './errors';
-import { SAMPLE_PAYLOADS } from './testing';
-import { createTestBus } from '../test/harness/bus';
-import { serviceEnv } from '../test/harness';
-import { startKafka, stopKafka } from '../infra/kafka';
-import { startRegistry, stopRegistry } from '../infra/registry';
+import { BrokerError, RegistryError } from '../errors';
+import { SAMPLE_PAYLOADS } from '../testing';
+import { createTestBus } from '../../test/harness/bus';
+import { serviceEnv } from '../../test/harness';
+import { startKafka, stopKafka } from '../../infra/kafka';
+import { startRegistry, stopRegistry } from '../../infra/registry';
 
 const categorizada = {
   tipo: 'demanda.categorizada',

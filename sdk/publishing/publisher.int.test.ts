@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { Registry } from 'prom-client';
-import type { PublishValidationError } from './index';
-import { EventDecoder, SchemaValidationError, type EventBus } from './index';
-import { SAMPLE_PAYLOADS } from './testing';
-import { createTestBus, SEED_EVENTS } from '../test/harness/bus';
-import { readTopic, testKafka, topicMessageCount } from '../test/harness';
-import { Ajv2020SchemaType } from '../test/harness/confluent-client';
-import { HEADER } from './wire-format';
+import { type PublishValidationError, SchemaValidationError, type EventBus } from '..';
+import { EventDecoder } from '../wire';
+import { SAMPLE_PAYLOADS } from '../testing';
+import { createTestBus, SEED_EVENTS } from '../../test/harness/bus';
+import { readTopic, testKafka, topicMessageCount } from '../../test/harness';
+import { Ajv2020SchemaType } from '../../test/harness/confluent-client';
+import { HEADER } from '../wire/wire-format';
 
 const categorizada = (patch: Record<string, unknown> = {}) => ({
   tipo: 'demanda.categorizada',

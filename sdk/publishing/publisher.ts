@@ -1,16 +1,17 @@
+import { backoffDelay, sleep } from '../runtime/retry';
 import type { Span } from '@opentelemetry/api';
 import { type Kafka, type Message, type PartitionMetadata, Partitioners, type RecordMetadata } from 'kafkajs';
-import type { EventoConsultado, PosicaoKafka, PublicarEventoDto } from './contract';
-import { BrokerError, BrokerRejectedError, FeromoniosError, isRetriable, PublishValidationError } from './errors';
-import type { Logger } from './logger';
-import type { SdkMetrics } from './metrics';
-import type { SchemaCatalog } from './catalog';
-import type { SchemaIdResolver } from './schema-ids';
-import { ensureTopics, partitionCounts, withAdmin, type TopicNames, type TopicSettings } from './topics';
-import { endSpan, startProducerSpan, traceparentOf } from './tracing';
+import type { EventoConsultado, PosicaoKafka, PublicarEventoDto } from '../contract';
+import { BrokerError, BrokerRejectedError, FeromoniosError, isRetriable, PublishValidationError } from '../errors';
+import type { Logger } from '../runtime/logger';
+import type { SdkMetrics } from '../runtime/metrics';
+import type { SchemaCatalog } from '../catalog/catalog';
+import type { SchemaIdResolver } from '../catalog/schema-ids';
+import { ensureTopics, partitionCounts, withAdmin, type TopicNames, type TopicSettings } from '../wire/topics';
+import { endSpan, startProducerSpan, traceparentOf } from '../runtime/tracing';
 import { eventoValidado, validarEvento, type EventoValidado } from './validation';
-import { buildHeaders, encodeValue } from './wire-format';
-import { SessionProducer } from './producer';
+import { buildHeaders, encodeValue } from '../wire/wire-format';
+import { SessionProducer } from '../runtime/producer';
 
 interface QueuedSend {
   planned: Array<{ topic: string; message: Message }>;
@@ -106,7 +107,7 @@ export class Publisher {
       spans.forEach((sp) => endSpan(sp));
       this.observe(validados, started, 'ok');
       for (const ev of out)
-        this.d.logger.info('evento publicado', {
+        this.d.logger.info('event published', {
           event_id: ev.event_id,
           correlacao_id: ev.correlacao_id,
           tipo: ev.tipo,
@@ -131,7 +132,7 @@ export class Publisher {
       { tipo: labelOf(first?.tipo), origem: labelOf(first?.origem), result: code },
       Math.max(1, events),
     );
-    this.d.logger.warn('publicação recusada', {
+    this.d.logger.warn('publish refused', {
       code,
       error: (err as Error).message,
       event_id: first?.event_id,
@@ -207,7 +208,7 @@ export class Publisher {
       } catch (err) {
         if (!isRetriable(err) || Date.now() >= deadline) throw err;
         this.d.logger.warn('produce failed; retrying', { error: (err as Error).message, attempt: attempt + 1 });
-        await new Promise((r) => setTimeout(r, Math.min(1_000, 50 * 2 ** attempt)));
+        await sleep(backoffDelay(attempt + 1, { initialMs: 50, maxMs: 1_000 }));
       }
     }
   }

@@ -1,13 +1,18 @@
+import {
+  isUuid,
+  colonyCodeProblem,
+  isStorableTimestamp,
+  jsonProblem,
+  textProblem,
+  timestampProblem,
+} from '../wire/storable';
+import { MAX_PAYLOAD_BYTES } from '../wire/wire-format';
+
+export { MAX_PAYLOAD_BYTES };
 import { randomUUID } from 'node:crypto';
-import type { SchemaCatalog, VersaoCatalogada } from './catalog';
-import type { EventoConsultado, PublicarEventoDto } from './contract';
-import { PublishValidationError, SchemaValidationError } from './errors';
-import { colonyCodeProblem, isStorableTimestamp, jsonProblem, textProblem, timestampProblem } from './storable';
-
-/** Largest payload accepted, in bytes of JSON (seed 6.2: 1 MB). */
-export const MAX_PAYLOAD_BYTES = 1024 * 1024;
-
-const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+import type { SchemaCatalog, VersaoCatalogada } from '../catalog/catalog';
+import type { EventoConsultado, PublicarEventoDto } from '../contract';
+import { PublishValidationError, SchemaValidationError } from '../errors';
 
 /** An event that passed every check, ready to be encoded. */
 export interface EventoValidado {
@@ -25,8 +30,6 @@ export interface EventoValidado {
   versao: VersaoCatalogada;
 }
 
-export const isUuid = (v: unknown): v is string => typeof v === 'string' && UUID_RE.test(v);
-
 /**
  * An ISO-8601 date-time with a zone that PostgreSQL stores as the same instant: a real calendar
  * date, an offset within ±15:59, years 0001-9999 (`timestampProblem` in storable.ts says why not).
@@ -43,7 +46,7 @@ const fail = (
 };
 
 /**
- * Seed 3.3 / DESIGN.md "Validation on publish", in this exact order:
+ * Seed 3.3, in this exact order (docs/publishing.md, "What `publicar` checks, in order"):
  * 1. payload is a non-null object; 2. normalise (event_id, versao_schema '1.0.0', timestamp,
  * correlacao_id = event_id); 3. UUID / ISO-8601 formats; 4. type exists, is not deprecated,
  * the version has a schema; 5. Ajv draft 2020-12 against that schema; 6. size ≤ 1 MB.

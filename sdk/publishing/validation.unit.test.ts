@@ -1,7 +1,7 @@
-import { SchemaCatalog } from './catalog';
-import type { PublicarEventoDto } from './contract';
-import { PublishValidationError, SchemaValidationError } from './errors';
-import { SAMPLE_PAYLOADS } from './testing';
+import { SchemaCatalog } from '../catalog/catalog';
+import type { PublicarEventoDto } from '../contract';
+import { PublishValidationError, SchemaValidationError } from '../errors';
+import { SAMPLE_PAYLOADS } from '../testing';
 import { MAX_PAYLOAD_BYTES, validarEvento } from './validation';
 
 const catalog = SchemaCatalog.load();

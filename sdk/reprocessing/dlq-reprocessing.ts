@@ -1,17 +1,19 @@
 import { randomUUID } from 'node:crypto';
 import type { Kafka, Message } from 'kafkajs';
 import type pg from 'pg';
-import type { SchemaCatalog } from './catalog';
+import type { SchemaCatalog } from '../catalog/catalog';
 import { readDeadLetterOriginals } from './dlq-topic-reader';
-import { FeromoniosError } from './errors';
-import type { Logger } from './logger';
-import type { SdkMetrics } from './metrics';
-import { eventoDoLog, LIMITE_MAXIMO, type LogRow } from './event-log-reader';
-import { reprocessMessage, REPROCESS_HEADERS } from './reprocessing';
-import type { SchemaIdResolver } from './schema-ids';
-import { colonyCodeProblem, operatorIdProblem, storableText } from './storable';
-import { scrubText } from './error-text';
-import type { TopicNames } from './topics';
+import { FeromoniosError, ThrottledError } from '../errors';
+import type { Logger } from '../runtime/logger';
+import type { SdkMetrics } from '../runtime/metrics';
+import { eventoDoLog, LIMITE_MAXIMO, type LogRow } from '../log/event-log-reader';
+import { reprocessMessage } from './reprocessing';
+import { REPROCESS_HEADERS } from '../wire/headers';
+import { withTransaction } from '../runtime/transaction';
+import type { SchemaIdResolver } from '../catalog/schema-ids';
+import { colonyCodeProblem, operatorIdProblem, storableText } from '../wire/storable';
+import { scrubText } from '../wire/error-text';
+import type { TopicNames } from '../wire/topics';
 
 /** Options of `reprocessarPendentesDLQ`. */
 export interface OpcoesReprocessamento {
@@ -151,7 +153,7 @@ export class DlqReprocessor {
       // Only colonies that really had entries get series: a caller-chosen name never does.
       if (result.originais > 0) this.d.metrics.reprocessed.inc({ colonia, fonte: 'original' }, result.originais);
       if (result.redigidos > 0) this.d.metrics.reprocessed.inc({ colonia, fonte: 'redigido' }, result.redigidos);
-      this.d.logger.info('DLQ reprocessada', { colonia, pedido_id: pedido, ...countsOf(result) });
+      this.d.logger.info('DLQ reprocessed', { colonia, pedido_id: pedido, ...countsOf(result) });
       return result;
     } catch (err) {
       await this.release(pedido, colonia, claimed, err);
@@ -214,9 +216,8 @@ export class DlqReprocessor {
     colonia: string,
     o: Required<OpcoesReprocessamento>,
   ): Promise<{ claimed: Claimed[]; restantes: number }> {
-    const client = await this.d.pool.connect();
-    try {
-      await client.query('BEGIN');
+    type Outcome = { claimed: Claimed[]; restantes: number } | { throttledForMs: number };
+    const out = await withTransaction(this.d.pool, async (client): Promise<Outcome> => {
       await client.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [LOCK_NAMESPACE, colonia]);
       // A request whose process died between its claim and its end left its row in progress:
       // once its entries are taken again (retryingExpiraMs), its row is closed as failed.
@@ -240,8 +241,7 @@ export class DlqReprocessor {
              VALUES ($1, $2, $3, 'recusado', $4, now())`,
             [pedido, o.solicitante, colonia, `throttled: one request per ${o.intervaloMinimoMs} ms per colony`],
           );
-          await client.query('COMMIT');
-          throw new ThrottledError(colonia, Math.max(1, wait));
+          return { throttledForMs: Math.max(1, wait) }; // the refusal is recorded: commit, then throw
         }
       }
       const { rows } = await client.query<Claimed>(
@@ -270,14 +270,10 @@ export class DlqReprocessor {
          VALUES ($1, $2, $3, $4::uuid[], 'em_andamento')`,
         [pedido, o.solicitante, colonia, rows.map((r) => r.event_id)],
       );
-      await client.query('COMMIT');
       return { claimed: rows, restantes: Number(left.rows[0]?.n ?? 0) };
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw err;
-    } finally {
-      client.release();
-    }
+    });
+    if ('throttledForMs' in out) throw new ThrottledError(colonia, out.throttledForMs);
+    return out;
   }
 
   /** Sending failed: the entries go back to `pendente`, the audit row says why. */
@@ -303,7 +299,7 @@ export class DlqReprocessor {
         [pedido, detalhe],
       )
       .catch(() => undefined);
-    this.d.logger.error('reprocessamento da DLQ falhou', { colonia, pedido_id: pedido, error: detalhe });
+    this.d.logger.error('DLQ reprocessing failed', { colonia, pedido_id: pedido, error: detalhe });
   }
 
   private async fromLog(c: Claimed, pedido: string): Promise<Message> {
@@ -333,18 +329,4 @@ function fromOriginal(original: { value: Buffer; headers: Message['headers'] }, 
 
 function countsOf(r: ResultadoReprocessamento): Record<string, number> {
   return { reprocessados: r.reprocessados, originais: r.originais, redigidos: r.redigidos, restantes: r.restantes };
-}
-
-/** A reprocessing request refused by the per-colony throttle; `retryAfterMs` says when to ask again. */
-export class ThrottledError extends FeromoniosError {
-  override name = 'ThrottledError';
-  constructor(
-    readonly colonia: string,
-    readonly retryAfterMs: number,
-  ) {
-    super(
-      'RATE_LIMITED',
-      `colony ${colonia}'s DLQ was reprocessed moments ago; try again in ${Math.ceil(retryAfterMs / 1000)} s`,
-    );
-  }
 }

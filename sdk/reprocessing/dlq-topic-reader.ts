@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { IHeaders, Kafka } from 'kafkajs';
-import { BrokerError } from './errors';
-import { REPROCESS_HEADERS, DLQ_OUTCOME_HEADER } from './reprocessing';
-import { withAdmin } from './topics';
-import { HEADER, headerString } from './wire-format';
+import { BrokerError } from '../errors';
+import { DLQ_OUTCOME_HEADER, REPROCESS_HEADERS } from '../wire/headers';
+import { withAdmin } from '../wire/topics';
+import { HEADER, headerString } from '../wire/wire-format';
 
 /** The original message of a dead-lettered event, as its DLQ record still holds it. */
 export interface OriginalMessage {

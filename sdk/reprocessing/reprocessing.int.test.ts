@@ -1,9 +1,9 @@
-import type { EventoConsultado } from './contract';
-import { SAMPLE_PAYLOADS } from './testing';
-import { createTestDatabase, waitFor, type TestDatabase } from '../test/harness';
-import { createTestBus } from '../test/harness/bus';
-import { dlqRow, startTestBridge } from '../test/harness/bridge';
-import type { EventBus } from './index';
+import type { EventoConsultado } from '../contract';
+import { SAMPLE_PAYLOADS } from '../testing';
+import { createTestDatabase, waitFor, type TestDatabase } from '../../test/harness';
+import { createTestBus } from '../../test/harness/bus';
+import { dlqRow, startTestBridge } from '../../test/harness/bridge';
+import type { EventBus } from '..';
 
 const dlq = (db: TestDatabase, eventId: string) => dlqRow(db, eventId);
 

@@ -6,7 +6,7 @@ import {
   type ProducerRecord,
   type RecordMetadata,
 } from 'kafkajs';
-import { FeromoniosError, isRetriable } from './errors';
+import { FeromoniosError, isRetriable } from '../errors';
 import type { Logger } from './logger';
 
 /**

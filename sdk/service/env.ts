@@ -4,7 +4,7 @@
  * the variable and the expected form, e.g.
  * `KAFKA_BROKERS: expected a comma-separated list of host:port, got "localhost"`.
  */
-import { ConfigError } from './errors';
+import { ConfigError } from '../errors';
 
 export interface EnvVar<T> {
   /** What the value must look like, quoted in errors and in `.env.example`. */

@@ -1,4 +1,4 @@
-import { ConfigError } from './errors';
+import { ConfigError } from '../errors';
 import { env, readEnv } from './env';
 import { connectionEnv } from './config';
 

@@ -1,5 +1,5 @@
-import { ConfigError } from './errors';
-import type { Logger } from './logger';
+import { ConfigError } from '../errors';
+import type { Logger } from '../runtime/logger';
 
 /**
  * The shared lifecycle of Feromônios processes (bridge, audit API, outbox relay): a bad

@@ -18,7 +18,7 @@ import { storableText } from './storable';
  *   surrogate) and is cut to `maxLength`.
  *
  * When the event is too large to compare against with certainty, the text is not kept at all:
- * what cannot be scrubbed with certainty is not stored (DESIGN.md, product decisions).
+ * what cannot be scrubbed with certainty is not stored (docs/adr/0006-storable-values-and-error-texts.md).
  */
 export function scrubText(text: string, payload?: unknown, maxLength = 4000): string {
   const values = stringValues(payload);

@@ -1,11 +1,10 @@
 import type { KafkaMessage } from 'kafkajs';
-import { parseSchemaUrn, type SchemaCatalog, type VersaoCatalogada } from './catalog';
-import type { EventoConsultado } from './contract';
-import { SchemaValidationError, WireFormatError } from './errors';
-import type { SchemaRegistry } from './registry';
-import { colonyCodeProblem, jsonProblem, textProblem, timestampProblem } from './storable';
-import { MAX_PAYLOAD_BYTES, isUuid } from './validation';
-import { decodeValue, parseHeaders } from './wire-format';
+import { parseSchemaUrn, type SchemaCatalog, type VersaoCatalogada } from '../catalog/catalog';
+import type { EventoConsultado } from '../contract';
+import { SchemaValidationError, WireFormatError } from '../errors';
+import type { SchemaRegistry } from '../catalog/registry';
+import { colonyCodeProblem, isUuid, jsonProblem, textProblem, timestampProblem } from './storable';
+import { MAX_PAYLOAD_BYTES, decodeValue, parseHeaders } from './wire-format';
 
 /**
  * Turns a Kafka message in the documented format (docs/wire-format.md) — produced by the SDK

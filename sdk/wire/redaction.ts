@@ -1,7 +1,7 @@
 import { createHmac } from 'node:crypto';
 
 /**
- * LGPD redaction of payloads before they reach PostgreSQL (DESIGN.md "Redaction"). A policy is
+ * LGPD redaction of payloads before they reach PostgreSQL (docs/redaction.md). A policy is
  * an allowlist: a field without a rule is dropped. Rules:
  * - `manter`: keep a scalar (or an array of scalars) as is; objects need a nested policy;
  * - `hash`: replace by a keyed hash, `hmac-sha256:<hex>` of the JSON value (HMAC with the
@@ -18,7 +18,7 @@ export interface RedactionPolicy {
   campos: Record<string, RedactionRule>;
 }
 
-export interface RedactionOptions {
+export interface OpcoesRedacao {
   /** HMAC key (at least 32 characters). */
   key: string;
   /** Decimals kept by `arredondar` (2 ≈ 1.1 km). */
@@ -91,7 +91,7 @@ function round(value: unknown, decimals: number): unknown {
   return undefined; // anything else cannot be rounded safely: drop it
 }
 
-function applyRule(value: unknown, rule: RedactionRule, opts: RedactionOptions): unknown {
+function applyRule(value: unknown, rule: RedactionRule, opts: OpcoesRedacao): unknown {
   if (rule === 'remover') return undefined;
   if (rule === 'hash') return keyedHash(opts.key, value);
   if (rule === 'arredondar') return round(value, opts.coordinateDecimals);
@@ -114,7 +114,7 @@ function applyRule(value: unknown, rule: RedactionRule, opts: RedactionOptions):
 export function redactPayload(
   payload: Record<string, unknown>,
   policy: RedactionPolicy,
-  opts: RedactionOptions,
+  opts: OpcoesRedacao,
 ): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [name, rule] of Object.entries(policy.campos)) {

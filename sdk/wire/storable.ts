@@ -1,6 +1,6 @@
 /**
- * What PostgreSQL accepts — the one rule for every value that crosses into it (DESIGN.md,
- * product decisions: "every value crossing into PostgreSQL passes one shared rule"). The SDK's
+ * What PostgreSQL accepts — the one rule for every value that crosses into it
+ * (docs/adr/0006-storable-values-and-error-texts.md). The SDK's
  * publish validation, the bridge's decoder, the DLQ mirror and the audit API's request
  * validation all ask these functions, so a value one of them accepts is never refused by the
  * database later (where it would block a partition or answer a 500).
@@ -180,3 +180,8 @@ function typeOf(v: unknown): string {
   if (Array.isArray(v)) return 'an array';
   return typeof v;
 }
+
+const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** A UUID in its canonical 8-4-4-4-12 hex form (event_id, correlacao_id, causation_id). */
+export const isUuid = (v: unknown): v is string => typeof v === 'string' && UUID_RE.test(v);

@@ -1,5 +1,5 @@
 import type { Admin, ITopicConfig, Kafka } from 'kafkajs';
-import { ConfigError, isRetriable } from './errors';
+import { ConfigError, isRetriable } from '../errors';
 import { colonyCodeProblem } from './storable';
 
 /** How long topic creation keeps retrying retriable broker errors, in milliseconds. */

@@ -1,6 +1,6 @@
 import type { IHeaders } from 'kafkajs';
-import type { EventoConsultado } from './contract';
-import { WireFormatError } from './errors';
+import type { EventoConsultado } from '../contract';
+import { WireFormatError } from '../errors';
 
 /**
  * The message format (docs/wire-format.md):
@@ -12,6 +12,9 @@ import { WireFormatError } from './errors';
  * - key: `correlacao_id`, or the publisher's partition key.
  */
 export const MAGIC_BYTE = 0;
+
+/** Largest payload accepted, in bytes of JSON (seed 6.2: 1 MB). */
+export const MAX_PAYLOAD_BYTES = 1024 * 1024;
 
 /**
  * The `content-type` the SDK writes: the value is not plain JSON but a Confluent wire-format

@@ -1,0 +1,49 @@
+import type pg from 'pg';
+
+const ROLLBACK = Symbol('feromonios.rollback');
+
+/** What a transaction's body returns to roll back instead of committing (see `withTransaction`). */
+export interface Rollback<T> {
+  readonly [ROLLBACK]: true;
+  readonly value: T;
+}
+
+/** Ends the transaction with ROLLBACK, `withTransaction` then returns `value`. */
+export const rollback = <T>(value: T): Rollback<T> => ({ [ROLLBACK]: true, value });
+
+const isRollback = <T>(v: T | Rollback<T>): v is Rollback<T> => typeof v === 'object' && v !== null && ROLLBACK in v;
+
+/**
+ * The one way the project runs a PostgreSQL transaction: BEGIN, `body`, COMMIT — or ROLLBACK
+ * when `body` throws (the error is rethrown) or returns `rollback(value)`. A connection whose
+ * ROLLBACK fails, or that reported an error while checked out (it broke mid-transaction), is
+ * discarded, never handed back to the pool, so the next caller cannot get a dead connection or
+ * one stuck in a failed transaction.
+ */
+export async function withTransaction<T>(
+  pool: pg.Pool,
+  body: (client: pg.PoolClient) => Promise<T | Rollback<T>>,
+): Promise<T> {
+  const client = await pool.connect();
+  let broken: Error | undefined;
+  // a connection that dies while checked out emits 'error' on the client, which pg's pool does
+  // not listen to then: unheard, it would crash the process. It is kept, and the client discarded.
+  const onError = (err: Error): void => void (broken ??= err);
+  client.on('error', onError);
+  try {
+    await client.query('BEGIN');
+    const out = await body(client);
+    if (isRollback(out)) {
+      await client.query('ROLLBACK');
+      return out.value;
+    }
+    await client.query('COMMIT');
+    return out;
+  } catch (err) {
+    await client.query('ROLLBACK').catch((e: Error) => (broken = e));
+    throw err;
+  } finally {
+    client.off('error', onError);
+    client.release(broken);
+  }
+}

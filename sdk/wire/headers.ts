@@ -1,0 +1,43 @@
+/**
+ * Kafka header names of the wire contract besides the CloudEvents ones (`HEADER` in
+ * wire-format.ts): what a dead-lettered record carries, what a record sent back for
+ * reprocessing carries, and the outcome marker. The colony SDK writes them; the bridge and the
+ * audit API read them (docs/wire-format.md, docs/consuming.md).
+ */
+
+/** Headers a dead-lettered message carries, besides the original ones (docs/consuming.md). */
+export const DLQ_HEADERS = {
+  topic: 'feromonios_dlq_topico',
+  partition: 'feromonios_dlq_particao',
+  offset: 'feromonios_dlq_offset',
+  timestamp: 'feromonios_dlq_timestamp',
+  group: 'feromonios_dlq_grupo',
+  colonia: 'feromonios_dlq_colonia',
+  handler: 'feromonios_dlq_manipulador',
+  errorMessage: 'feromonios_dlq_erro_mensagem',
+  errorStack: 'feromonios_dlq_erro_pilha',
+  errorCode: 'feromonios_dlq_erro_codigo',
+  attempts: 'feromonios_dlq_tentativas',
+  failedAt: 'feromonios_dlq_falhou_em',
+  /** `true` when the record is a reference: the copy did not fit, the original stays at topic/partition/offset. */
+  reference: 'feromonios_dlq_referencia',
+  /** Size of the original value, in bytes (on references). */
+  size: 'feromonios_dlq_tamanho',
+} as const;
+
+/**
+ * Reprocessing (docs/consuming.md, "Reprocessing"). An event sent back to a colony travels on
+ * `<ns>.reprocessar.<colonia>` in the normal wire format, with these extra headers; its outcome
+ * goes to the colony's DLQ topic: a new failure record, or a `resolved` record.
+ */
+export const REPROCESS_HEADERS = {
+  /** Only this handler runs again (the one that failed); absent = every handler of the type. */
+  handler: 'feromonios_reprocesso_manipulador',
+  /** `true` when the payload is the redacted copy from core.event_log (schema not checked). */
+  redacted: 'feromonios_reprocesso_redigido',
+  /** Id of the audited reprocessing request, echoed in the outcome. */
+  request: 'feromonios_reprocesso_pedido',
+} as const;
+
+/** Header of a DLQ-topic record that reports an outcome instead of a failure. */
+export const DLQ_OUTCOME_HEADER = 'feromonios_dlq_resultado';
