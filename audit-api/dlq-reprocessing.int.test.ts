@@ -1,12 +1,10 @@
-import type { EventoConsultado } from '../sdk';
-import { DlqReprocessor, type DlqReprocessorDeps } from '../sdk/dlq-reprocessing';
-import type { ContextoEntrega } from '../sdk/subscriber';
+import type { EventoConsultado, ContextoEntrega, EventBus } from '../sdk';
+import { DlqReprocessor, type DlqReprocessorDeps } from '../sdk/service';
 import { SAMPLE_PAYLOADS } from '../sdk/testing';
 import { createTestDatabase, testKafka, waitFor, type TestDatabase } from '../test/harness';
 import { operatorToken, startTestAuditApi, type TestAuditApi } from '../test/harness/audit';
 import { dlqRow, startTestBridge } from '../test/harness/bridge';
 import { createTestBus } from '../test/harness/bus';
-import type { EventBus } from '../sdk';
 
 interface Audit {
   linhas: Array<{

@@ -15,8 +15,7 @@ import {
   type TestAuditApi,
 } from '../test/harness/audit';
 import { createTestBus } from '../test/harness/bus';
-import { jsonLogger } from '../sdk/logger';
-import type { EventBus } from '../sdk';
+import { jsonLogger, type EventBus } from '../sdk';
 
 const post = (api: TestAuditApi, body: string, headers: Record<string, string>) =>
   api.call('/api/events/dlq/reprocessar', { method: 'POST', headers, body });

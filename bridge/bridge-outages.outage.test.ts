@@ -69,7 +69,7 @@ describeLocal('the bridge through real outages', () => {
 
   it('reconnects after the broker is stopped and started again', async () => {
     await stopKafka('single');
-    await new Promise((r) => setTimeout(r, 2_000)); // the bridge sees the broker gone
+    await new Promise((r) => setTimeout(r, 2_000)); // the scenario: the broker stays down 2 s
     await startKafka('single');
     // Right after a restart the partition leaders are still being elected: the SDK says so
     // with a retriable error, and a publisher retries the same events (same event_ids).

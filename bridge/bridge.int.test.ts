@@ -4,7 +4,8 @@ import { createTestDatabase, readTopic, testKafka, waitFor, type TestDatabase } 
 import { createTestBus, SEED_EVENTS } from '../test/harness/bus';
 import { logRows, startTestBridge } from '../test/harness/bridge';
 import { SAMPLE_PAYLOADS } from '../sdk/testing';
-import { encodeValue, jsonLogger, type EventBus } from '../sdk';
+import { encodeValue } from '../sdk/wire';
+import { jsonLogger, type EventBus } from '../sdk';
 import { QUARANTINE_HEADERS } from './bridge';
 import type { BridgeMetrics } from './metrics';
 

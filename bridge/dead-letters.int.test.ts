@@ -3,7 +3,8 @@ import { createTestDatabase, readTopic, testKafka, waitFor, type TestDatabase } 
 import { createTestBus } from '../test/harness/bus';
 import { startTestBridge } from '../test/harness/bridge';
 import { SAMPLE_PAYLOADS } from '../sdk/testing';
-import { DLQ_HEADERS, type EventBus } from '../sdk';
+import { DLQ_HEADERS } from '../sdk/wire';
+import { type EventBus } from '../sdk';
 import { QUARANTINE_HEADERS } from './bridge';
 
 interface DlqRow {

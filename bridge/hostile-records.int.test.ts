@@ -2,10 +2,8 @@ import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
 import net from 'node:net';
 import type { IHeaders } from 'kafkajs';
-import { DLQ_HEADERS } from '../sdk/subscriber';
+import { DLQ_HEADERS, MAX_MESSAGE_BYTES, encodeValue, headerString } from '../sdk/wire';
 import { SAMPLE_PAYLOADS } from '../sdk/testing';
-import { MAX_MESSAGE_BYTES } from '../sdk/topics';
-import { encodeValue, headerString } from '../sdk/wire-format';
 import {
   createTestDatabase,
   readTopic,

@@ -50,7 +50,10 @@ describe('the global sequence readers can trust', () => {
     );
     const max = finalRows.at(-1)!.s;
     // let every reader reach the end, then stop them
-    await new Promise((r) => setTimeout(r, 500));
+    await waitFor(() => pollers.lastSeen().every((s) => s === max), {
+      timeoutMs: 30_000,
+      message: () => `every reader at ${max} (cursors ${pollers.lastSeen().join(', ')})`,
+    });
     const seen = await pollers.stop();
     const final = finalRows.map((r) => r.s);
     for (const s of seen) {
@@ -80,16 +83,16 @@ describe('the bridge process', () => {
     expect(p.output()).toContain('BRIDGE_REDACTION_KEY: required, expected a secret of at least 32 characters');
   });
 
-  it('stops gracefully on SIGTERM: finishes, commits, exits 0, and a restart re-inserts nothing', async () => {
+  it('stops gracefully on SIGTERM: finishes, commits, exits 0, and a restart reads nothing again', async () => {
     const bus = await createTestBus();
     const db = await createTestDatabase();
-    await bus.publicarLote(
-      Array.from({ length: 200 }, () => ({
+    const lote = (n: number): PublicarEventoDto[] =>
+      Array.from({ length: n }, () => ({
         tipo: 'demanda.categorizada',
         origem: 'D-3',
         payload: { ...SAMPLE_PAYLOADS['demanda.categorizada'] },
-      })),
-    );
+      }));
+    await bus.publicarLote(lote(200));
     const p = spawnBridge(bus, db, { LOG_LEVEL: 'info' });
     const count = async (): Promise<number> =>
       Number((await db.pool.query<{ n: string }>('SELECT count(*) AS n FROM core.event_log')).rows[0]?.n);
@@ -97,10 +100,25 @@ describe('the bridge process', () => {
     p.child.kill('SIGTERM');
     expect(await p.exited).toBe(0);
     expect(p.output()).toContain('"msg":"bridge stopped"');
-    const again = spawnBridge(bus, db, { LOG_LEVEL: 'info' });
+    // The restart logs every batch it writes (debug): had the stop not committed its offsets, it
+    // would read the 200 again and log them as duplicates — the row count alone cannot tell,
+    // since the log drops duplicates by event_id.
+    const again = spawnBridge(bus, db, { LOG_LEVEL: 'debug' });
     await waitFor(() => again.output().includes('"msg":"bridge started"'), { timeoutMs: 60_000 });
-    await new Promise((r) => setTimeout(r, 1500));
-    expect(await count()).toBe(200);
-    expect(again.output()).not.toContain('"inserted"');
+    await bus.publicarLote(lote(1));
+    await waitFor(async () => (await count()) === 201, { timeoutMs: 60_000 });
+    const written = () =>
+      again
+        .output()
+        .split('\n')
+        .filter((l) => l.includes('"msg":"batch written"'))
+        .map((l) => JSON.parse(l) as { inserted: number; duplicates: number });
+    await waitFor(() => written().reduce((n, b) => n + b.inserted, 0) === 1, {
+      timeoutMs: 30_000,
+      message: () => `the restarted bridge's batches: ${JSON.stringify(written())}`,
+    });
+    expect(written().reduce((n, b) => n + b.duplicates, 0)).toBe(0);
+    again.child.kill('SIGTERM');
+    expect(await again.exited).toBe(0);
   }, 120_000);
 });

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { parse } from 'yaml';
 import { auditEnv } from '../audit-api/config';
 import { bridgeEnv } from '../bridge/config';
-import { readEnv } from '../sdk/env';
+import { readEnv } from '../sdk/service';
 import { renderEnvFile } from '../scripts/env-example';
 
 interface ComposeService {

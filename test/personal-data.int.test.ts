@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
-import { jsonLogger } from '../sdk/logger';
+import { jsonLogger } from '../sdk';
 import { createTestDatabase, waitFor } from './harness';
 import { dlqRow, startTestBridge } from './harness/bridge';
 import { createTestBus } from './harness/bus';

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { killKafkaNode, kafkaNodes, startKafkaNode } from '../../infra/kafka';
 import { criarTabelaInbox, isRetriable } from '../../sdk';
 import { SAMPLE_PAYLOADS } from '../../sdk/testing';
-import { buildHeaders, encodeValue } from '../../sdk/wire-format';
+import { buildHeaders, encodeValue } from '../../sdk/wire';
 import { createTestDatabase, testKafka, waitFor } from '../harness';
 import { startTestBridge } from '../harness/bridge';
 import { createTestBus } from '../harness/bus';

@@ -48,11 +48,14 @@ describe('processes that really die', () => {
       timeoutMs: 180_000,
       message: 'every published event in the log',
     });
-    await new Promise((r) => setTimeout(r, 500));
-    const seen = await pollers.stop();
     const { rows } = await db.pool.query<{ s: string }>(
       'SELECT sequence_number::text AS s FROM core.event_log ORDER BY sequence_number',
     );
+    await waitFor(() => pollers.lastSeen().every((s) => s === rows.at(-1)?.s), {
+      timeoutMs: 30_000,
+      message: () => `every reader at the last row (cursors ${pollers.lastSeen().join(', ')})`,
+    });
+    const seen = await pollers.stop();
     const final = rows.map((r) => r.s);
     const cov = await logCoverage(db, published);
     const skipped = seen.map((s) => final.filter((x) => !new Set(s).has(x)).length);
@@ -91,8 +94,11 @@ describe('processes that really die', () => {
       await waitFor(async () => (await countLog(db)) >= 200, { timeoutMs: 60_000 });
       stopLocalPostgres('fast');
       published.push(...(await bus.publicarLote(Array.from({ length: 300 }, categorizada))).map((e) => e.event_id));
-      await new Promise((r) => setTimeout(r, 3_000));
-      expect(await ready()).toBe(false); // it says so while the database is down
+      // it says so while the database is down
+      await waitFor(async () => !(await ready()), {
+        timeoutMs: 30_000,
+        message: 'audit API not ready without PostgreSQL',
+      });
       await ensurePostgres();
       await waitFor(
         async () => (await logCoverage(db, published).catch(() => ({ inLog: 0 }))).inLog === published.length,

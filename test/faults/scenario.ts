@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import type pg from 'pg';
 import { stateDir } from '../../infra/paths';
-import type { EventBusInput } from '../../sdk';
+import type { OpcoesEventBusEntrada } from '../../sdk';
 import type { TestDatabase } from '../harness';
 
 /** `FEROMONIOS_FAULTS=full` runs the sizes of docs/reliability.md; the default is the CI subset. */
@@ -9,7 +9,7 @@ export const FULL = process.env.FEROMONIOS_FAULTS === 'full';
 export const size = (ci: number, full: number): number => (FULL ? full : ci);
 
 /** Topics as production has them on the 3-node cluster. */
-export const clusterBus: Partial<EventBusInput> = {
+export const clusterBus: Partial<OpcoesEventBusEntrada> = {
   topics: { partitions: 3, replicationFactor: 3, minInsyncReplicas: 2, retentionMs: 3_600_000 },
   publishTimeoutMs: 30_000,
 };

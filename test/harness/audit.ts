@@ -6,8 +6,7 @@ import { loadAuditConfig, tokenOptions } from '../../audit-api/config';
 import { AuditMetrics } from '../../audit-api/metrics';
 import { signOperatorToken } from '../../audit-api/operator-auth';
 import { listenAuditServer } from '../../audit-api/server';
-import type { EventBus } from '../../sdk';
-import { jsonLogger } from '../../sdk/logger';
+import { type EventBus, jsonLogger } from '../../sdk';
 import { registerCleanup, type TestDatabase } from './index';
 
 export const TEST_JWT_SECRET = 'test-only-audit-jwt-secret-0123456789abcdef';

@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { Bridge, type BridgeOptions } from '../../bridge/bridge';
+import { Bridge, type OpcoesBridge } from '../../bridge/bridge';
 import { BridgeMetrics } from '../../bridge/metrics';
 import { silentLogger, type EventBus } from '../../sdk';
 import { registerCleanup, serviceEnv, type TestDatabase } from './index';
@@ -11,7 +11,7 @@ export const TEST_REDACTION_KEY = 'test-only-redaction-key-0123456789abcdef';
 export async function startTestBridge(
   bus: EventBus,
   db: TestDatabase,
-  overrides: Partial<BridgeOptions> = {},
+  overrides: Partial<OpcoesBridge> = {},
 ): Promise<{ bridge: Bridge; metrics: BridgeMetrics }> {
   const pool = new pg.Pool({ connectionString: db.url, max: 3 });
   pool.on('error', () => undefined);
@@ -73,12 +73,16 @@ export function spawnBridge(bus: EventBus, db: TestDatabase, env: Record<string,
 
 /**
  * `n` readers polling `sequence_number > cursor` as colonies do, each with its own cursor;
- * `stop()` ends them and returns every sequence_number each one saw, in the order it saw them.
+ * `lastSeen()` gives each one's cursor; `stop()` ends them and returns every sequence_number each
+ * one saw, in the order it saw them.
  */
-export function startLogPollers(db: TestDatabase, n: number): { stop(): Promise<string[][]> } {
+export function startLogPollers(
+  db: TestDatabase,
+  n: number,
+): { stop(): Promise<string[][]>; lastSeen(): Array<string | undefined> } {
   let reading = true;
-  const readers = Array.from({ length: n }, async () => {
-    const seen: string[] = [];
+  const seenBy: string[][] = Array.from({ length: n }, () => []);
+  const readers = seenBy.map(async (seen) => {
     let cursor = 0n;
     while (reading) {
       const { rows } = await db.pool.query<{ s: string }>(
@@ -96,6 +100,7 @@ export function startLogPollers(db: TestDatabase, n: number): { stop(): Promise<
       reading = false;
       return Promise.all(readers);
     },
+    lastSeen: () => seenBy.map((seen) => seen.at(-1)),
   };
 }
 

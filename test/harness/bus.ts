@@ -1,11 +1,11 @@
-import { EventBus, silentLogger, type EventBusInput } from '../../sdk';
+import { EventBus, silentLogger, type OpcoesEventBusEntrada } from '../../sdk';
 import { randomNamespace, registerCleanup, serviceEnv } from './index';
 
 /**
  * An `EventBus` on the real services, in a topic namespace of its own with the catalog
  * synced to the registry, closed when the file ends.
  */
-export async function createTestBus(overrides: Partial<EventBusInput> = {}): Promise<EventBus> {
+export async function createTestBus(overrides: Partial<OpcoesEventBusEntrada> = {}): Promise<EventBus> {
   const env = serviceEnv();
   const bus = new EventBus({
     brokers: env.brokers,

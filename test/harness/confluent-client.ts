@@ -1,5 +1,5 @@
 import { SchemaRegistry as ConfluentClient, SchemaType } from '@kafkajs/confluent-schema-registry';
-import { createAjv } from '../../sdk/ajv';
+import { createAjv } from '../../sdk/wire';
 
 /** The community registry client, given our draft 2020-12 Ajv (its default is draft-07). */
 export const Ajv2020SchemaType = new ConfluentClient(

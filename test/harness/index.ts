@@ -10,7 +10,7 @@
 import { randomBytes } from 'node:crypto';
 import { Kafka, logLevel, type Admin, type Consumer, type KafkaMessage, type Producer } from 'kafkajs';
 import pg from 'pg';
-import { withAdmin } from '../../sdk/topics';
+import { withAdmin } from '../../sdk/wire';
 
 export interface ServiceEnv {
   brokers: string[];
@@ -209,5 +209,26 @@ export async function topicMessageCount(topic: string): Promise<number> {
     if (!(await admin.listTopics()).includes(topic)) return 0;
     const offsets = await admin.fetchTopicOffsets(topic);
     return offsets.reduce((n, o) => n + Number(o.high) - Number(o.low), 0);
+  });
+}
+
+/**
+ * Records of `topic` a consumer group has not committed yet (sum over partitions of the high
+ * watermark minus the committed offset). 0 = everything was handled and committed: nothing can
+ * be redelivered short of a rebalance with uncommitted work — the condition to wait on instead
+ * of sleeping before asserting that something did not happen twice.
+ */
+export async function groupLag(groupId: string, topic: string): Promise<number> {
+  const kafka = new Kafka({ clientId: 'test-lag', brokers: serviceEnv().brokers, logLevel: logLevel.NOTHING });
+  return withAdmin(kafka, async (admin) => {
+    const [ends, [committed]] = await Promise.all([
+      admin.fetchTopicOffsets(topic),
+      admin.fetchOffsets({ groupId, topics: [topic] }),
+    ]);
+    const at = new Map((committed?.partitions ?? []).map((p) => [p.partition, Number(p.offset)]));
+    return ends.reduce((n, e) => {
+      const c = at.get(e.partition) ?? -1;
+      return n + Number(e.high) - (c < 0 ? Number(e.low) : c);
+    }, 0);
   });
 }
