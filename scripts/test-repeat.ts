@@ -71,7 +71,7 @@ async function main(): Promise<void> {
   const single = await up({ topology: 'single' });
   const cluster = faults ? await up({ topology: 'cluster' }) : undefined;
   // The services stay up across runs; every run still gets its own template database.
-  const env = { ...process.env, ...single.endpoints, FEROMONIOS_KEEP_SERVICES: '1' };
+  const env = { ...process.env, ...single.endpoints, FEROMONIOS_KEEP_SERVICES: '1', FEROMONIOS_STRICT_HANDLES: '1' };
   try {
     for (let i = 1; i <= runs; i++) {
       const t0 = Date.now();

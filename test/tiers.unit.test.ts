@@ -63,6 +63,17 @@ describe('test tiers (docs/testing.md)', () => {
       scripts: Record<string, string>;
     };
     expect(pkg.scripts['test:outage']).toMatch(/--selectProjects outage --runInBand/);
-    expect(pkg.scripts.test).toMatch(/--selectProjects unit int e2e && npm run test:outage && npm run test:faults/);
+    expect(pkg.scripts.test).toMatch(
+      /--selectProjects unit int e2e --coverage && npm run test:outage && npm run test:faults/,
+    );
+  });
+
+  it('npm test enforces a coverage floor (docs/testing.md, "Coverage")', () => {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const config = require(path.join(ROOT, 'jest.config.js')) as {
+      coverageThreshold?: { global?: Record<string, number> };
+    };
+    const floor = config.coverageThreshold?.global ?? {};
+    for (const key of ['lines', 'statements', 'functions', 'branches']) expect(floor[key]).toBeGreaterThanOrEqual(80);
   });
 });

@@ -1,5 +1,5 @@
 import { backoffDelay, sleep } from '../runtime/retry';
-import { isRetriableHttpStatus, RegistryError } from '../errors';
+import { ConfigError, isRetriableHttpStatus, RegistryError } from '../errors';
 
 /** The schema registry, behind a port: code speaks only the Confluent REST API. */
 export interface SchemaRegistry {
@@ -107,6 +107,15 @@ export class ConfluentSchemaRegistry implements SchemaRegistry {
       }
       if (res.ok) return (await res.json()) as T;
       const text = await res.text().catch(() => '');
+      if (res.status === 404 && confluentErrorCode(text) === undefined) {
+        // every Confluent-compatible registry says *what* is missing (40401 subject, 40403
+        // schema…); a bare 404 means this URL is not such an API at all
+        throw new ConfigError(
+          `registryUrl ${this.url} is not a Confluent-compatible schema registry API: ${method} ${path} answered 404 without a registry error code. ` +
+            'Give the base of the Confluent API: http://host:8081/apis/ccompat/v7 for Apicurio, http://host:8081 for Redpanda or Confluent',
+          [`registryUrl: ${this.url} answered 404 without a registry error code`],
+        );
+      }
       const err = new RegistryError(
         res.status === 409
           ? 'SCHEMA_INCOMPATIBLE'
@@ -124,3 +133,13 @@ export class ConfluentSchemaRegistry implements SchemaRegistry {
 }
 
 const enc = encodeURIComponent;
+
+/** The `error_code` of a Confluent-API error body (`{"error_code":40401,"message":…}`), if any. */
+function confluentErrorCode(body: string): number | undefined {
+  try {
+    const code = (JSON.parse(body) as { error_code?: unknown }).error_code;
+    return typeof code === 'number' ? code : undefined;
+  } catch {
+    return undefined;
+  }
+}

@@ -36,7 +36,7 @@ export class SchemaIdResolver {
     if (!found) {
       throw new RegistryError(
         'REGISTRY_REJECTED',
-        `${versao.tipo}@${versao.versao} is not registered under subject '${subject}': run \`npm run schemas:sync\` (or syncSchemas())`,
+        `${versao.tipo}@${versao.versao} is not registered under subject '${subject}': register the catalog first — \`await bus.sincronizarSchemas()\` in the colony, or \`npm run schemas:sync\` in the platform repository`,
       );
     }
     this.ids.set(`${versao.tipo}@${versao.versao}`, found.id);

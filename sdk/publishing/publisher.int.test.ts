@@ -1,10 +1,17 @@
 import { randomUUID } from 'node:crypto';
 import { Registry } from 'prom-client';
-import { type PublishValidationError, SchemaValidationError, type EventBus } from '..';
+import {
+  ConfigError,
+  EventBus,
+  silentLogger,
+  type PublishValidationError,
+  SchemaValidationError,
+  type Logger,
+} from '..';
 import { EventDecoder } from '../wire';
 import { SAMPLE_PAYLOADS } from '../testing';
 import { createTestBus, SEED_EVENTS } from '../../test/harness/bus';
-import { readTopic, testKafka, topicMessageCount } from '../../test/harness';
+import { randomNamespace, readTopic, serviceEnv, testKafka, topicMessageCount } from '../../test/harness';
 import { Ajv2020SchemaType } from '../../test/harness/confluent-client';
 import { HEADER } from '../wire/wire-format';
 
@@ -217,5 +224,63 @@ describe('messages from other clients', () => {
     const [msg] = await readTopic(bus.topics.evento('demanda.categorizada'), 1);
     const decoded: unknown = await Ajv2020SchemaType.decode(msg!.value!);
     expect(decoded).toEqual(e.payload);
+  });
+});
+
+describe('what publishing says, and stamps, when the colony gets something wrong', () => {
+  it("stamps the Kafka record with the publish time; the event's own time (a backfill) stays in ce_time", async () => {
+    const bus = await createTestBus();
+    const before = Date.now();
+    const evento = await bus.publicar({ ...categorizada(), timestamp: '2020-03-01T12:00:00.000Z' });
+    const [msg] = await readTopic(bus.topics.evento('demanda.categorizada'), 1);
+    expect(Number(msg?.timestamp)).toBeGreaterThanOrEqual(before - 1000);
+    expect(Number(msg?.timestamp)).toBeLessThanOrEqual(Date.now() + 1000);
+    expect(msg?.headers?.[HEADER.time]?.toString()).toBe('2020-03-01T12:00:00.000Z');
+    expect(evento.timestamp).toBe('2020-03-01T12:00:00.000Z');
+  });
+
+  it('refuses an event dated two days ahead with a typed, non-retriable error instead of a broker refusal retried for ever', async () => {
+    const bus = await createTestBus();
+    const err = await bus
+      .publicar({ ...categorizada(), timestamp: new Date(Date.now() + 2 * 86_400_000).toISOString() })
+      .catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: 'INVALID_TIMESTAMP', retriable: false, step: 'timestamp' });
+  });
+
+  it('says the registry URL lacks the Confluent API path when it answers a bare 404 (Apicurio without /apis/ccompat/v7)', async () => {
+    const base = new URL(serviceEnv().registryUrl).origin; // http://127.0.0.1:8081
+    const bus = new EventBus({
+      brokers: serviceEnv().brokers,
+      registryUrl: base,
+      namespace: randomNamespace(),
+      logger: silentLogger,
+    });
+    try {
+      for (const attempt of [() => bus.sincronizarSchemas(), () => bus.publicar(categorizada())]) {
+        const err = await attempt().catch((e: unknown) => e);
+        expect(err).toBeInstanceOf(ConfigError);
+        expect((err as ConfigError).message).toContain(
+          `registryUrl ${base} is not a Confluent-compatible schema registry API`,
+        );
+        expect((err as ConfigError).message).toContain('http://host:8081/apis/ccompat/v7 for Apicurio');
+      }
+    } finally {
+      await bus.encerrar();
+    }
+  });
+
+  it("does not print kafkajs's idempotent-producer retry warning at warn: it is expected, logged at debug with the reason", async () => {
+    const lines: Array<{ level: string; msg: string; fields?: Record<string, unknown> }> = [];
+    const logger: Logger = {
+      debug: (msg, fields) => void lines.push({ level: 'debug', msg, fields }),
+      info: (msg, fields) => void lines.push({ level: 'info', msg, fields }),
+      warn: (msg, fields) => void lines.push({ level: 'warn', msg, fields }),
+      error: (msg, fields) => void lines.push({ level: 'error', msg, fields }),
+    };
+    const bus = await createTestBus({ logger });
+    await bus.publicar(categorizada());
+    const about = lines.filter((l) => l.msg.includes('Limiting retries for the idempotent producer'));
+    expect(about.length).toBeGreaterThan(0); // kafkajs did say it…
+    expect(about.every((l) => l.level === 'debug' && typeof l.fields?.expected === 'string')).toBe(true); // …not as a warning
   });
 });

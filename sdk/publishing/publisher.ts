@@ -246,8 +246,10 @@ export class Publisher {
       message: {
         key: v.chave_particao ?? v.correlacao_id,
         value: encodeValue(schemaId, v.payloadJson),
+        // no record timestamp: kafkajs stamps the record with the send time (CreateTime). The event's
+        // own time travels in ce_time; as the record's, a backfill would fall under retention
+        // at once and a future one be refused by the broker (docs/publishing.md, "Timestamps")
         headers: buildHeaders(v, { traceparent, partitionKey: v.chave_particao }),
-        timestamp: String(Date.parse(v.timestamp)),
       },
     };
   }

@@ -9,6 +9,23 @@ import {
 import { MAX_PAYLOAD_BYTES } from '../wire/wire-format';
 
 export { MAX_PAYLOAD_BYTES };
+
+/**
+ * How far ahead of the publisher's clock an event's `timestamp` may be (clock skew between
+ * machines). Any past time is accepted — backfills keep the time the fact happened: the Kafka
+ * record's own timestamp is the publish time, so an old event never falls under retention at
+ * once (docs/publishing.md, "Timestamps").
+ */
+export const MAX_TIMESTAMP_AHEAD_MS = 5 * 60_000;
+
+const describeDuration = (ms: number): string =>
+  ms >= 86_400_000
+    ? `${(ms / 86_400_000).toFixed(1)} days`
+    : ms >= 3_600_000
+      ? `${(ms / 3_600_000).toFixed(1)} h`
+      : ms >= 60_000
+        ? `${Math.round(ms / 60_000)} min`
+        : `${Math.round(ms / 1000)} s`;
 import { randomUUID } from 'node:crypto';
 import type { SchemaCatalog, VersaoCatalogada } from '../catalog/catalog';
 import type { EventoConsultado, PublicarEventoDto } from '../contract';
@@ -97,6 +114,14 @@ export function validarEvento(
       'INVALID_TIMESTAMP',
       'timestamp',
       `timestamp ${timestampProblem(timestamp) ?? 'is invalid'}, got ${JSON.stringify(timestamp)}`,
+      index,
+    );
+  const ahead = Date.parse(timestamp) - Date.now();
+  if (ahead > MAX_TIMESTAMP_AHEAD_MS)
+    fail(
+      'INVALID_TIMESTAMP',
+      'timestamp',
+      `timestamp ${timestamp} is ${describeDuration(ahead)} ahead of this clock; at most ${describeDuration(MAX_TIMESTAMP_AHEAD_MS)} ahead is accepted (clock skew): give the time the fact happened, or omit it for now`,
       index,
     );
   const origemProblem = colonyCodeProblem(d.origem);

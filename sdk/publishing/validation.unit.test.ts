@@ -60,6 +60,17 @@ describe('publish validation (seed 3.3 order)', () => {
     expect(rejection({ ...base(), ...patch })).toMatchObject({ code, step });
   });
 
+  it('refuses a timestamp more than 5 min ahead of the clock, naming how far and what to do; accepts skew and any past time', () => {
+    const at = (ms: number): string => new Date(Date.now() + ms).toISOString();
+    const err = rejection({ ...base(), timestamp: at(2 * 86_400_000) });
+    expect(err).toMatchObject({ code: 'INVALID_TIMESTAMP', step: 'timestamp', retriable: false });
+    expect(err.message).toMatch(/is 2\.0 days ahead of this clock; at most 5 min ahead is accepted/);
+    expect(err.message).toContain('give the time the fact happened, or omit it');
+    expect(rejection({ ...base(), timestamp: at(6 * 60_000) })).toMatchObject({ code: 'INVALID_TIMESTAMP' });
+    for (const ok of [at(4 * 60_000), at(-5 * 365 * 86_400_000), '2000-01-01T00:00:00Z', '0001-01-01T00:00:00Z'])
+      expect(validarEvento({ ...base(), timestamp: ok }, catalog).timestamp).toBe(ok);
+  });
+
   it('T6: rejects an unknown type, a deprecated type and a version without schema', () => {
     expect(rejection({ ...base(), tipo: 'demanda.inexistente' })).toMatchObject({
       code: 'UNKNOWN_TYPE',
