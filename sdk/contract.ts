@@ -1,3 +1,11 @@
+import type { ManipuladorEvento, OpcoesInscricao } from './consuming/subscriber';
+import type {
+  ConsultarEventosDto,
+  DLQEntrada,
+  DLQEstatisticas,
+  EventoDoLog,
+  ResultadoPaginado,
+} from './log/event-log-reader';
 /**
  * The colony-facing event contract of seed N-0a (sections 3.1 and 3.2), unchanged in names.
  */
@@ -58,4 +66,26 @@ export interface EventoConsultado {
   criado_em: string | null;
   /** Kafka position, when the event came from (or went to) Kafka. */
   posicao?: PosicaoKafka;
+}
+
+/**
+ * What colony code depends on: the bus's publishing, subscribing and reading operations.
+ * `EventBus` (Kafka, the registry, the log in PostgreSQL) and `InMemoryEventBus`
+ * (`@feromonios/sdk/testing`) both implement it; colony code that takes a `Barramento` runs on
+ * either, and test/contract/ runs the same behaviours against both.
+ */
+export interface Barramento {
+  publicar(dto: PublicarEventoDto): Promise<EventoConsultado>;
+  publicarLote(dtos: PublicarEventoDto[]): Promise<EventoConsultado[]>;
+  inscrever(tipo: string, colonia: string, manipulador: ManipuladorEvento, opcoes?: OpcoesInscricao): void;
+  inscricoesProntas(colonia?: string): Promise<void>;
+  consultarEventos(filtros?: ConsultarEventosDto): Promise<ResultadoPaginado<EventoDoLog>>;
+  obterEventoPorId(eventId: string): Promise<EventoDoLog | null>;
+  replayDeSequence(deSequence: number | bigint, tipos?: string[]): Promise<EventoDoLog[]>;
+  replayStream(deSequence: number | bigint, tipos?: string[]): AsyncGenerator<EventoDoLog>;
+  obterMaiorSequence(): Promise<bigint>;
+  obterUltimoEventId(): Promise<string | null>;
+  obterEstatisticasDLQ(): Promise<DLQEstatisticas>;
+  obterPendentesDLQ(colonia: string): Promise<DLQEntrada[]>;
+  encerrar(): Promise<void>;
 }

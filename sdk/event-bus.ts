@@ -1,7 +1,7 @@
 import { kafkaLogs } from './runtime/kafka-logs';
 import { Kafka, logLevel as kafkaLogLevel } from 'kafkajs';
 import { SchemaCatalog } from './catalog/catalog';
-import type { EventoConsultado, PublicarEventoDto } from './contract';
+import type { Barramento, EventoConsultado, PublicarEventoDto } from './contract';
 import { ConfirmationTimeoutError, FeromoniosError } from './errors';
 import { LogConfirmations } from './publishing/log-confirmations';
 import { escreverNoOutbox, type TransacaoColonia } from './outbox/outbox';
@@ -49,7 +49,7 @@ export interface OpcoesPublicar {
  *   const evento = await bus.publicar({ tipo: 'demanda.recebida', origem: 'D-1a', payload });
  *   await bus.encerrar();
  */
-export class EventBus {
+export class EventBus implements Barramento {
   readonly options: OpcoesEventBus;
   readonly catalog: SchemaCatalog;
   readonly topics: TopicNames;
@@ -269,7 +269,7 @@ export class EventBus {
     this.assertOpen();
     const versao = this.catalog.versao(tipo, evento.versao_schema);
     if (!versao)
-      throw new FeromoniosError('UNKNOWN_VERSION', `Tipo '${tipo}' não tem schema na versão '${evento.versao_schema}'`);
+      throw new FeromoniosError('UNKNOWN_VERSION', `versao_schema '${evento.versao_schema}' of ${tipo} has no schema in this catalog`);
     const id = await this.schemaIds.idOf(versao);
     await this.publisher.sendRaw(this.topics.reprocessar(colonia), [reprocessMessage({ ...evento, tipo }, id, opcoes)]);
   }

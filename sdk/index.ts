@@ -5,7 +5,7 @@
  * the platform shares is `@feromonios/sdk/wire`; service plumbing is `@feromonios/sdk/service`.
  */
 export { EventBus, type OpcoesPublicar } from './event-bus';
-export type { PublicarEventoDto, EventoConsultado, PosicaoKafka } from './contract';
+export type { Barramento, PublicarEventoDto, EventoConsultado, PosicaoKafka } from './contract';
 export {
   defaultOpcoesEventBus,
   defaultEventBusOptions,

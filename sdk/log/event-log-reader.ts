@@ -100,6 +100,63 @@ function seq(v: unknown, name: string): string | undefined {
   return s;
 }
 
+/** `consultarEventos` filters once checked: what every implementation of the read matches on. */
+export interface FiltrosValidados {
+  tipo?: string;
+  origem?: string;
+  correlacao_id?: string;
+  timestamp_inicio?: string;
+  timestamp_fim?: string;
+  sequence_inicio?: bigint;
+  sequence_fim?: bigint;
+  limite: number;
+  deslocamento: number;
+}
+
+/**
+ * Checks `consultarEventos` filters (a `BAD_REQUEST` naming the first bad one) and applies the
+ * defaults: `limite` 100, capped at `LIMITE_MAXIMO`; `deslocamento` 0. The SQL reader and the
+ * in-memory bus (`@feromonios/sdk/testing`) both read through it, so they accept and refuse the
+ * same filters.
+ */
+export function filtrosValidados(filtros: ConsultarEventosDto = {}): FiltrosValidados {
+  const limite = Math.min(filtros.limite ?? 100, LIMITE_MAXIMO);
+  const deslocamento = filtros.deslocamento ?? 0;
+  if (!Number.isInteger(limite) || limite < 1)
+    bad(`limite must be a positive integer, got ${JSON.stringify(filtros.limite)}`);
+  if (!Number.isInteger(deslocamento) || deslocamento < 0) bad(`deslocamento must be a non-negative integer`);
+  const out: FiltrosValidados = { limite, deslocamento };
+  if (filtros.tipo !== undefined) {
+    const p = textProblem(filtros.tipo, 255);
+    if (p) bad(`tipo ${p}`);
+    out.tipo = filtros.tipo;
+  }
+  if (filtros.origem !== undefined) {
+    const p = colonyCodeProblem(filtros.origem);
+    if (p) bad(`origem ${p}`);
+    out.origem = filtros.origem;
+  }
+  if (filtros.correlacao_id !== undefined) {
+    if (!isUuid(filtros.correlacao_id)) bad(`correlacao_id must be a UUID`);
+    out.correlacao_id = filtros.correlacao_id;
+  }
+  for (const k of ['timestamp_inicio', 'timestamp_fim'] as const) {
+    const v = filtros[k];
+    if (v === undefined) continue;
+    const p = timestampProblem(v);
+    if (p) bad(`${k} ${p}`);
+    out[k] = v;
+  }
+  const si = seq(filtros.sequence_inicio, 'sequence_inicio');
+  const sf = seq(filtros.sequence_fim, 'sequence_fim');
+  if (si !== undefined) out.sequence_inicio = BigInt(si);
+  if (sf !== undefined) out.sequence_fim = BigInt(sf);
+  return out;
+}
+
+/** The checked form of `replayDeSequence`'s starting point (`BAD_REQUEST` when it is not one). */
+export const cursorValidado = (deSequence: number | bigint): bigint => BigInt(seq(deSequence, 'deSequence') ?? '0');
+
 /**
  * Reads of `core.event_log` and `core.dead_letter_queue` with the seed's semantics
  * (sections 4.3–4.5). Every query is parameterised and served by the seed's indexes.
@@ -111,54 +168,34 @@ export class EventLogReader {
   ) {}
 
   async consultarEventos(filtros: ConsultarEventosDto = {}): Promise<ResultadoPaginado<EventoDoLog>> {
-    const limite = Math.min(filtros.limite ?? 100, LIMITE_MAXIMO);
-    const deslocamento = filtros.deslocamento ?? 0;
-    if (!Number.isInteger(limite) || limite < 1)
-      bad(`limite must be a positive integer, got ${JSON.stringify(filtros.limite)}`);
-    if (!Number.isInteger(deslocamento) || deslocamento < 0) bad(`deslocamento must be a non-negative integer`);
+    const f = filtrosValidados(filtros);
     const where: string[] = [];
     const params: unknown[] = [];
     const add = (sql: string, v: unknown): void => {
       params.push(v);
       where.push(sql.replace('?', `$${params.length}`));
     };
-    if (filtros.tipo !== undefined) {
-      const p = textProblem(filtros.tipo, 255);
-      if (p) bad(`tipo ${p}`);
-      add('tipo = ?', filtros.tipo);
-    }
-    if (filtros.origem !== undefined) {
-      const p = colonyCodeProblem(filtros.origem);
-      if (p) bad(`origem ${p}`);
-      add('origem = ?', filtros.origem);
-    }
-    if (filtros.correlacao_id !== undefined) {
-      if (!isUuid(filtros.correlacao_id)) bad(`correlacao_id must be a UUID`);
-      add('correlacao_id = ?::uuid', filtros.correlacao_id);
-    }
-    for (const [k, op] of [
-      ['timestamp_inicio', '>='],
-      ['timestamp_fim', '<='],
-    ] as const) {
-      const v = filtros[k];
-      if (v === undefined) continue;
-      const p = timestampProblem(v);
-      if (p) bad(`${k} ${p}`);
-      add(`timestamp ${op} ?::timestamptz`, v);
-    }
-    const si = seq(filtros.sequence_inicio, 'sequence_inicio');
-    const sf = seq(filtros.sequence_fim, 'sequence_fim');
-    if (si !== undefined) add('sequence_number >= ?::bigint', si);
-    if (sf !== undefined) add('sequence_number <= ?::bigint', sf);
+    if (f.tipo !== undefined) add('tipo = ?', f.tipo);
+    if (f.origem !== undefined) add('origem = ?', f.origem);
+    if (f.correlacao_id !== undefined) add('correlacao_id = ?::uuid', f.correlacao_id);
+    if (f.timestamp_inicio !== undefined) add('timestamp >= ?::timestamptz', f.timestamp_inicio);
+    if (f.timestamp_fim !== undefined) add('timestamp <= ?::timestamptz', f.timestamp_fim);
+    if (f.sequence_inicio !== undefined) add('sequence_number >= ?::bigint', f.sequence_inicio.toString());
+    if (f.sequence_fim !== undefined) add('sequence_number <= ?::bigint', f.sequence_fim.toString());
     const w = where.length ? `WHERE ${where.join(' AND ')}` : '';
     const [count, rows] = await Promise.all([
       this.pool.query<{ n: string }>(`SELECT count(*) AS n FROM core.event_log ${w}`, params),
       this.pool.query<LogRow>(
         `SELECT ${COLUMNS} FROM core.event_log ${w} ORDER BY event_log.sequence_number LIMIT $${params.length + 1} OFFSET $${params.length + 2}`,
-        [...params, limite, deslocamento],
+        [...params, f.limite, f.deslocamento],
       ),
     ]);
-    return { linhas: rows.rows.map(eventoDoLog), total: Number(count.rows[0]?.n ?? 0), limite, deslocamento };
+    return {
+      linhas: rows.rows.map(eventoDoLog),
+      total: Number(count.rows[0]?.n ?? 0),
+      limite: f.limite,
+      deslocamento: f.deslocamento,
+    };
   }
 
   async obterEventoPorId(eventId: string): Promise<EventoDoLog | null> {
@@ -199,7 +236,7 @@ export class EventLogReader {
   }
 
   private async *lotes(deSequence: number | bigint, tipos?: string[]): AsyncGenerator<EventoDoLog[]> {
-    let cursor = seq(deSequence, 'deSequence') ?? '0';
+    let cursor = cursorValidado(deSequence).toString();
     for (;;) {
       const params: unknown[] = [cursor, LOTE_REPLAY];
       const filtro = tipos && tipos.length > 0 ? (params.push(tipos), 'AND tipo = ANY($3::text[])') : '';

@@ -1,7 +1,9 @@
 /**
- * @module feromonios/sdk/testing — helpers for colonies' own tests (kept out of the main
- * barrel). Valid sample payloads of every catalog type, to build events in tests.
+ * @module @feromonios/sdk/testing — helpers for colonies' own tests (kept out of the main
+ * entry): `InMemoryEventBus`, the bus without services, and valid sample payloads of every
+ * catalog type.
  */
+export { InMemoryEventBus, type EntregaRegistrada, type OpcoesBarramentoEmMemoria } from './in-memory-bus';
 export const SAMPLE_PAYLOADS: Readonly<Record<string, Record<string, unknown>>> = {
   'demanda.recebida': {
     demanda_id: 'a1b2c3d4-e5f6-7890-abcd-ef1234567890',

@@ -1,0 +1,121 @@
+import { InMemoryEventBus, SAMPLE_PAYLOADS } from '.';
+import type { Barramento, EventoConsultado } from '..';
+
+const categorizada = () => ({
+  tipo: 'demanda.categorizada',
+  origem: 'D-3',
+  payload: { ...SAMPLE_PAYLOADS['demanda.categorizada'] },
+});
+
+describe('InMemoryEventBus, the helpers a colony test awaits', () => {
+  it('assigns sequence numbers at publish, in order, and lists what was published per type with full payloads', async () => {
+    const bus = new InMemoryEventBus();
+    const a = await bus.publicar({
+      tipo: 'demanda.recebida',
+      origem: 'D-1a',
+      payload: { ...SAMPLE_PAYLOADS['demanda.recebida'] },
+    });
+    const [b, c] = await bus.publicarLote([categorizada(), categorizada()]);
+    expect([a.sequence_number, b?.sequence_number, c?.sequence_number]).toEqual([1n, 2n, 3n]);
+    expect(bus.publicados('demanda.categorizada').map((e) => e.event_id)).toEqual([b?.event_id, c?.event_id]);
+    expect(bus.publicados('demanda.recebida')[0]?.payload).toEqual(SAMPLE_PAYLOADS['demanda.recebida']); // not redacted
+    expect((await bus.obterEventoPorId(a.event_id))?.payload).not.toHaveProperty('cidadao_id'); // the log is
+    await bus.encerrar();
+  });
+
+  it('aguardarEntregas waits for chains: an event a handler publishes is delivered too', async () => {
+    const bus = new InMemoryEventBus();
+    const seen: string[] = [];
+    bus.inscrever('demanda.recebida', 'D-1b', async (e) => {
+      seen.push(`recebida ${e.event_id}`);
+      await bus.publicar({ ...categorizada(), correlacao_id: e.correlacao_id ?? undefined, causation_id: e.event_id });
+    });
+    bus.inscrever('demanda.categorizada', 'D-4', (e) => void seen.push(`categorizada ${e.causation_id}`));
+    const first = await bus.publicar({
+      tipo: 'demanda.recebida',
+      origem: 'D-1a',
+      payload: { ...SAMPLE_PAYLOADS['demanda.recebida'] },
+    });
+    await bus.aguardarEntregas();
+    expect(seen).toEqual([`recebida ${first.event_id}`, `categorizada ${first.event_id}`]);
+    expect(bus.entregasRegistradas().map((d) => `${d.colonia}:${d.resultado}`)).toEqual([
+      'D-1b:sucesso',
+      'D-4:sucesso',
+    ]);
+    await bus.encerrar();
+  });
+
+  it('is deterministic: deliveries follow publish order, whatever each handler awaits', async () => {
+    const bus = new InMemoryEventBus();
+    const order: number[] = [];
+    bus.inscrever('demanda.categorizada', 'D-4', async (e) => {
+      const n = Number(e.payload.score_horizontal);
+      await new Promise((r) => setTimeout(r, 20 - n)); // later events would finish first if run at once
+      order.push(n);
+    });
+    for (let n = 1; n <= 5; n++)
+      await bus.publicar({ ...categorizada(), payload: { ...categorizada().payload, score_horizontal: n } });
+    await bus.aguardarEntregas();
+    expect(order).toEqual([1, 2, 3, 4, 5]);
+    await bus.encerrar();
+  });
+
+  it('dead-letters after the retries without waiting the backoff, scrubbing the payload out of the error text', async () => {
+    const bus = new InMemoryEventBus();
+    const t0 = Date.now();
+    bus.inscrever(
+      'demanda.recebida',
+      'D-5',
+      function quebra(e: EventoConsultado) {
+        throw new Error(`cannot handle ${String(e.payload.texto_bruto)}`);
+      },
+      { tentativasExtras: 4, backoffInicialMs: 10_000 },
+    );
+    await bus.publicar({
+      tipo: 'demanda.recebida',
+      origem: 'D-1a',
+      payload: { ...SAMPLE_PAYLOADS['demanda.recebida'] },
+    });
+    await bus.aguardarEntregas();
+    expect(Date.now() - t0).toBeLessThan(5_000);
+    const [entry] = bus.mortos('D-5');
+    expect(entry).toMatchObject({ handler_nome: 'quebra', tentativas: 1, status: 'pendente' });
+    expect(bus.entregasRegistradas().find((d) => d.colonia === 'D-5')).toMatchObject({
+      resultado: 'dlq',
+      tentativas: 5,
+    });
+    expect(entry?.mensagem_erro).not.toContain('Rua das Flores');
+    expect(bus.mortos('D-9')).toEqual([]);
+    await bus.encerrar();
+  });
+
+  it('leaves no timer behind: encerrar waits for the handler in flight, which its timeout aborts through the signal', async () => {
+    const timers = (): number => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+    const before = timers(); // jest's own timers for this test
+    const bus = new InMemoryEventBus();
+    let aborted = false;
+    bus.inscrever(
+      'demanda.categorizada',
+      'D-4',
+      async (_e, ctx) => {
+        await new Promise<void>((r) => ctx.signal.addEventListener('abort', () => r(), { once: true }));
+        aborted = ctx.signal.aborted;
+      },
+      { timeoutMs: 100 },
+    );
+    await bus.publicar(categorizada());
+    await bus.encerrar();
+    expect(aborted).toBe(true);
+    expect(timers()).toBeLessThanOrEqual(before);
+  });
+
+  it('is a Barramento: colony code typed against the interface takes it', async () => {
+    const colony = async (b: Barramento): Promise<bigint> => {
+      await b.publicar(categorizada());
+      return b.obterMaiorSequence();
+    };
+    const bus = new InMemoryEventBus();
+    expect(await colony(bus)).toBe(1n);
+    await bus.encerrar();
+  });
+});
