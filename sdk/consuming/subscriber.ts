@@ -189,9 +189,8 @@ export class ColonySubscriber {
       this.d.topics.reprocessar(this.d.colonia),
     ];
     if (this.consumer && topics.every((t) => this.subscribedTopics.has(t))) return;
-    await withAdmin(this.d.kafka, (admin) =>
-      ensureTopics(admin, [...topics, this.d.topics.dlq(this.d.colonia)], this.d.topicSettings),
-    );
+    // the DLQ topic is created at the first dead letter (dlqTopic()): a colony that never fails has none
+    await withAdmin(this.d.kafka, (admin) => ensureTopics(admin, topics, this.d.topicSettings));
     if (!this.dlqProducer) {
       const producer = new SessionProducer(this.d.kafka, this.d.logger);
       await producer.connect();
@@ -252,6 +251,21 @@ export class ColonySubscriber {
       throw err;
     }
     this.subscribedTopics = new Set(topics);
+  }
+
+  private dlqReady: Promise<string> | undefined;
+
+  /** The colony's DLQ topic, created the first time something is dead-lettered (a failure is retried next time). */
+  private dlqTopic(): Promise<string> {
+    const topic = this.d.topics.dlq(this.d.colonia);
+    this.dlqReady ??= withAdmin(this.d.kafka, (admin) => ensureTopics(admin, [topic], this.d.topicSettings)).then(
+      () => topic,
+      (err: unknown) => {
+        this.dlqReady = undefined;
+        throw err;
+      },
+    );
+    return this.dlqReady;
   }
 
   private async handle(payload: EachMessagePayload): Promise<void> {
@@ -320,7 +334,7 @@ export class ColonySubscriber {
     if (!results.every(Boolean)) return; // the failures were dead-lettered
     const pedido = headerString(message.headers, REPROCESS_HEADERS.request);
     await this.dlqProducer?.send({
-      topic: this.d.topics.dlq(this.d.colonia),
+      topic: await this.dlqTopic(),
       acks: -1,
       messages: [
         {
@@ -485,7 +499,8 @@ export class ColonySubscriber {
       [DLQ_HEADERS.attempts]: String(attempts),
       [DLQ_HEADERS.failedAt]: new Date().toISOString(),
     };
-    const send = (m: Message) => producer.send({ topic: this.d.topics.dlq(this.d.colonia), acks: -1, messages: [m] });
+    const dlq = await this.dlqTopic();
+    const send = (m: Message) => producer.send({ topic: dlq, acks: -1, messages: [m] });
     try {
       await send({
         key: eventId ?? message.key,

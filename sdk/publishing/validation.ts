@@ -139,19 +139,38 @@ export function validarEvento(
     return fail(
       'UNKNOWN_TYPE',
       'registry',
-      `Tipo de evento não registrado no Registry: ${JSON.stringify(d.tipo)}`,
+      `Tipo de evento não registrado no Registry: ${JSON.stringify(d.tipo)} — tipo must be a string naming a catalog type (${catalog
+        .tipos()
+        .filter((t) => t.status === 'active')
+        .map((t) => t.tipo)
+        .join(', ')})`,
       index,
     );
   const tipo = catalog.tipo(d.tipo);
-  if (!tipo) return fail('UNKNOWN_TYPE', 'registry', `Tipo de evento não registrado no Registry: '${d.tipo}'`, index);
+  if (!tipo)
+    return fail(
+      'UNKNOWN_TYPE',
+      'registry',
+      `Tipo de evento não registrado no Registry: '${d.tipo}' — tipo must be one of the catalog's types (${catalog
+        .tipos()
+        .filter((t) => t.status === 'active')
+        .map((t) => t.tipo)
+        .join(', ')}), or add it under schemas/`,
+      index,
+    );
   if (tipo.status === 'deprecated')
-    fail('DEPRECATED_TYPE', 'registry', `Tipo de evento '${d.tipo}' está deprecated: ${tipo.descricao}`, index);
+    fail(
+      'DEPRECATED_TYPE',
+      'registry',
+      `tipo '${d.tipo}' is deprecated and can no longer be published: ${tipo.descricao}`,
+      index,
+    );
   const versao = catalog.versao(d.tipo, versao_schema);
   if (!versao) {
     return fail(
       'UNKNOWN_VERSION',
       'registry',
-      `Tipo '${d.tipo}' não tem schema na versão '${versao_schema}' (versões: ${tipo.versoes.map((v) => v.versao).join(', ')})`,
+      `versao_schema '${versao_schema}' of ${d.tipo} has no schema: use one of ${tipo.versoes.map((v) => v.versao).join(', ')} (omit it for 1.0.0)`,
       index,
     );
   }

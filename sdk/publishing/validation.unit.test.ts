@@ -71,6 +71,18 @@ describe('publish validation (seed 3.3 order)', () => {
       expect(validarEvento({ ...base(), timestamp: ok }, catalog).timestamp).toBe(ok);
   });
 
+  it('says, after the seed text, which field is wrong and what to give instead', () => {
+    const unknown = rejection({ ...base(), tipo: 'demanda.inexistente' });
+    expect(unknown.message).toMatch(
+      /^Tipo de evento não registrado no Registry: 'demanda\.inexistente' — tipo must be one of the catalog's types \(.*demanda\.recebida.*\)/,
+    );
+    expect(unknown.message).not.toContain('demanda.legada'); // deprecated types are not offered
+    expect(rejection({ ...base(), versao_schema: '9.9.9' }).message).toMatch(
+      /versao_schema '9\.9\.9' of demanda\.\w+ has no schema: use one of 1\.0\.0/,
+    );
+    expect(rejection({ ...base(), tipo: 'demanda.legada' }).message).toMatch(/^tipo 'demanda\.legada' is deprecated/);
+  });
+
   it('T6: rejects an unknown type, a deprecated type and a version without schema', () => {
     expect(rejection({ ...base(), tipo: 'demanda.inexistente' })).toMatchObject({
       code: 'UNKNOWN_TYPE',

@@ -14,3 +14,4 @@ export { backoffDelay, sleep, type Backoff } from '../runtime/retry';
 export { withTransaction } from '../runtime/transaction';
 export { getOrCreate } from '../runtime/metrics';
 export { DlqReprocessor, type DlqReprocessorDeps } from '../reprocessing/dlq-reprocessing';
+export { retirarColonia, type ColoniaRetirada } from './retire-colony';

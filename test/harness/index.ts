@@ -10,7 +10,7 @@
 import { randomBytes } from 'node:crypto';
 import { Kafka, logLevel, type Admin, type Consumer, type KafkaMessage, type Producer } from 'kafkajs';
 import pg from 'pg';
-import { withAdmin } from '../../sdk/wire';
+import { partitionCounts, withAdmin } from '../../sdk/wire';
 
 export interface ServiceEnv {
   brokers: string[];
@@ -179,6 +179,14 @@ export async function readTopic(
   { timeoutMs = 30_000 }: { timeoutMs?: number } = {},
 ): Promise<KafkaMessageWithPosition[]> {
   const kafka = new Kafka({ clientId: 'test-reader', brokers: serviceEnv().brokers, logLevel: logLevel.NOTHING });
+  const started = Date.now();
+  // topics may be created lazily (a colony's DLQ topic appears at its first dead letter)
+  await waitFor(() => withAdmin(kafka, async (a) => (await a.listTopics()).includes(topic)), {
+    timeoutMs,
+    message: `topic ${topic} to exist`,
+  });
+  await withAdmin(kafka, (a) => partitionCounts(a, [topic])); // and its metadata served (leaders elected)
+  timeoutMs = Math.max(1000, timeoutMs - (Date.now() - started));
   const consumer = kafka.consumer({ groupId: `reader-${randomSuffix()}` });
   const out: KafkaMessageWithPosition[] = [];
   await consumer.connect();
