@@ -269,7 +269,10 @@ export class EventBus implements Barramento {
     this.assertOpen();
     const versao = this.catalog.versao(tipo, evento.versao_schema);
     if (!versao)
-      throw new FeromoniosError('UNKNOWN_VERSION', `versao_schema '${evento.versao_schema}' of ${tipo} has no schema in this catalog`);
+      throw new FeromoniosError(
+        'UNKNOWN_VERSION',
+        `versao_schema '${evento.versao_schema}' of ${tipo} has no schema in this catalog`,
+      );
     const id = await this.schemaIds.idOf(versao);
     await this.publisher.sendRaw(this.topics.reprocessar(colonia), [reprocessMessage({ ...evento, tipo }, id, opcoes)]);
   }

@@ -305,7 +305,10 @@ export class DlqReprocessor {
   private async fromLog(c: Claimed, pedido: string): Promise<Message> {
     const versao = this.d.catalog.versao(c.tipo, c.versao_schema);
     if (!versao)
-      throw new FeromoniosError('UNKNOWN_VERSION', `versao_schema '${c.versao_schema}' of ${c.tipo} has no schema in this catalog`);
+      throw new FeromoniosError(
+        'UNKNOWN_VERSION',
+        `versao_schema '${c.versao_schema}' of ${c.tipo} has no schema in this catalog`,
+      );
     const schemaId = await this.d.schemaIds.idOf(versao);
     return reprocessMessage(eventoDoLog(c), schemaId, {
       redigido: true,
