@@ -58,8 +58,17 @@ main().catch((err: unknown) => {
 });
 `;
 
-const ESM_COLONY = `import { EventBus, PublishValidationError, silentLogger, type EventoConsultado } from '@feromonios/sdk';
-import { SAMPLE_PAYLOADS } from '@feromonios/sdk/testing';
+const ESM_COLONY = `import { EventBus, PublishValidationError, silentLogger, type Barramento, type EventoConsultado } from '@feromonios/sdk';
+import { InMemoryEventBus, SAMPLE_PAYLOADS } from '@feromonios/sdk/testing';
+
+// colony code typed against the interface runs on the in-memory bus of its unit tests…
+async function capture(b: Barramento): Promise<bigint | null> {
+  const e = await b.publicar({ tipo: 'demanda.recebida', origem: 'PKG-esm', payload: { ...SAMPLE_PAYLOADS['demanda.recebida'] } });
+  return e.sequence_number;
+}
+const memory = new InMemoryEventBus();
+const inMemorySequence = String(await capture(memory));
+await memory.encerrar();
 
 const bus = new EventBus({
   brokers: (process.env['KAFKA_BROKERS'] ?? '127.0.0.1:9092').split(','),
@@ -86,7 +95,8 @@ try {
     payload: { ...SAMPLE_PAYLOADS['demanda.recebida'] },
   });
   const got = await received;
-  console.log(JSON.stringify({ module: typeof require, sent: sent.event_id, received: got.event_id, refused }));
+  await capture(bus); // …and on the real one
+  console.log(JSON.stringify({ module: typeof require, sent: sent.event_id, received: got.event_id, refused, inMemorySequence }));
 } finally {
   await bus.encerrar();
 }
@@ -178,6 +188,7 @@ describe('the colony package, installed from its tarball outside the repository'
       expect(out.sent).toMatch(/^[0-9a-f-]{36}$/);
       expect(out.received).toBe(out.sent);
       expect(out.refused).toBe('UNKNOWN_TYPE');
+      expect(out.inMemorySequence).toBe(file === 'colony.mjs' ? '1' : undefined); // the testing entry's bus (ESM colony)
     },
     120_000,
   );

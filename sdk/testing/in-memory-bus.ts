@@ -20,6 +20,7 @@ import {
   type ResultadoPaginado,
 } from '../log/event-log-reader';
 import { eventoValidado, validarEvento, type EventoValidado } from '../publishing/validation';
+import { backoffDelay, sleep } from '../runtime/retry';
 import { scrubText } from '../wire/error-text';
 import { redactPayload, type OpcoesRedacao } from '../wire/redaction';
 import { colonyCodeProblem } from '../wire/storable';
@@ -313,8 +314,9 @@ export class InMemoryEventBus implements Barramento {
         lastErr = err;
         if (err instanceof HandlerTimeoutError) break;
         if (this.esperarBackoff && attempt <= h.opcoes.tentativasExtras)
-          await new Promise((r) =>
-            setTimeout(r, Math.min(h.opcoes.backoffMaxMs, h.opcoes.backoffInicialMs * 2 ** (attempt - 1))),
+          await sleep(
+            backoffDelay(attempt, { initialMs: h.opcoes.backoffInicialMs, maxMs: h.opcoes.backoffMaxMs }),
+            this.abort.signal,
           );
       }
     }
