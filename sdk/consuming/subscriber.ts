@@ -1,3 +1,4 @@
+import { withHandlerTimeout } from './handler-timeout';
 import { backoffDelay, sleep } from '../runtime/retry';
 import type { Span } from '@opentelemetry/api';
 import type { Consumer, EachMessagePayload, Kafka, Message } from 'kafkajs';
@@ -434,36 +435,21 @@ export class ColonySubscriber {
     tentativa: number,
     reprocessamento: ContextoEntrega['reprocessamento'],
   ): Promise<boolean> {
-    const ctl = new AbortController();
-    const onClose = (): void => ctl.abort();
-    this.abort.signal.addEventListener('abort', onClose);
-    let timer: NodeJS.Timeout | undefined;
-    try {
+    return withHandlerTimeout(h.nome, h.opcoes.timeoutMs, this.abort.signal, (signal) => {
       const call = (transacao?: PoolClient): Promise<void> =>
         Promise.resolve()
           .then(() =>
             h.manipulador(
               { ...evento, payload: structuredClone(evento.payload) },
-              { tentativa, signal: ctl.signal, transacao, reprocessamento },
+              { tentativa, signal, transacao, reprocessamento },
             ),
           )
           .then(() => undefined);
       const inbox = h.opcoes.inbox;
-      return await Promise.race([
-        inbox
-          ? withInbox(inbox, { event_id: evento.event_id, manipulador: h.nome, tipo: evento.tipo }, call)
-          : call().then(() => true),
-        new Promise<never>((_, reject) => {
-          timer = setTimeout(() => {
-            ctl.abort();
-            reject(new HandlerTimeoutError(h.nome, h.opcoes.timeoutMs));
-          }, h.opcoes.timeoutMs);
-        }),
-      ]);
-    } finally {
-      clearTimeout(timer);
-      this.abort.signal.removeEventListener('abort', onClose);
-    }
+      return inbox
+        ? withInbox(inbox, { event_id: evento.event_id, manipulador: h.nome, tipo: evento.tipo }, call)
+        : call().then(() => true);
+    });
   }
 
   /**

@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { SchemaCatalog } from '../catalog/catalog';
 import { HandlerTimeoutError, FeromoniosError } from '../errors';
+import { withHandlerTimeout } from '../consuming/handler-timeout';
 import type { Barramento } from '../contract';
 import type { EventoConsultado, PublicarEventoDto } from '../contract';
 import {
   MAX_MANIPULADORES_POR_TIPO,
   defaultOpcoesInscricao,
-  type ContextoEntrega,
   type ManipuladorEvento,
   type OpcoesInscricao,
 } from '../consuming/subscriber';
@@ -339,25 +339,9 @@ export class InMemoryEventBus implements Barramento {
   }
 
   private async runWithTimeout(h: Inscricao, evento: EventoConsultado, tentativa: number): Promise<void> {
-    const ctl = new AbortController();
-    const onClose = (): void => ctl.abort();
-    this.abort.signal.addEventListener('abort', onClose);
-    let timer: NodeJS.Timeout | undefined;
-    const contexto: ContextoEntrega = { tentativa, signal: ctl.signal };
-    try {
-      await Promise.race([
-        Promise.resolve().then(() => h.manipulador({ ...evento, payload: structuredClone(evento.payload) }, contexto)),
-        new Promise<never>((_, reject) => {
-          timer = setTimeout(() => {
-            ctl.abort();
-            reject(new HandlerTimeoutError(h.nome, h.opcoes.timeoutMs));
-          }, h.opcoes.timeoutMs);
-        }),
-      ]);
-    } finally {
-      clearTimeout(timer);
-      this.abort.signal.removeEventListener('abort', onClose);
-    }
+    await withHandlerTimeout(h.nome, h.opcoes.timeoutMs, this.abort.signal, (signal) =>
+      h.manipulador({ ...evento, payload: structuredClone(evento.payload) }, { tentativa, signal }),
+    );
   }
 
   private range(from: bigint, tipos?: string[]): EventoDoLog[] {
