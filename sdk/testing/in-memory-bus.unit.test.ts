@@ -1,5 +1,6 @@
+import fc from 'fast-check';
 import { InMemoryEventBus, SAMPLE_PAYLOADS } from '.';
-import type { Barramento, EventoConsultado } from '..';
+import type { Barramento, ConsultarEventosDto, EventoConsultado } from '..';
 
 const categorizada = () => ({
   tipo: 'demanda.categorizada',
@@ -131,6 +132,47 @@ describe('InMemoryEventBus, the helpers a colony test awaits', () => {
     };
     const bus = new InMemoryEventBus();
     expect(await colony(bus)).toBe(1n);
+    await bus.encerrar();
+  });
+});
+
+describe('InMemoryEventBus reads, given hostile filters', () => {
+  const hostile = fc.oneof(
+    fc.string(),
+    fc.string({ unit: 'binary', maxLength: 300 }), // NUL, control characters, lone surrogates
+    fc.constantFrom('2026-02-30T00:00:00Z', '0000-01-01T00:00:00Z', '2026-01-01T00:00:00+23:00', 'x'.repeat(100_000)),
+    fc.integer(),
+    fc.constant(null),
+  );
+
+  it('answers or refuses with BAD_REQUEST, like the SQL reader — never another error', async () => {
+    const bus = new InMemoryEventBus();
+    await bus.publicar(categorizada());
+    await fc.assert(
+      fc.asyncProperty(
+        fc.record(
+          {
+            tipo: hostile,
+            origem: hostile,
+            correlacao_id: hostile,
+            timestamp_inicio: hostile,
+            timestamp_fim: hostile,
+            sequence_inicio: hostile,
+            limite: hostile,
+            deslocamento: hostile,
+          },
+          { requiredKeys: [] },
+        ),
+        async (filtros) => {
+          const outcome = await bus.consultarEventos(filtros as ConsultarEventosDto).then(
+            (r) => (Array.isArray(r.linhas) ? 'answered' : 'malformed'),
+            (e: unknown) => (e as { code?: string }).code,
+          );
+          expect(['answered', 'BAD_REQUEST']).toContain(outcome);
+        },
+      ),
+      { numRuns: 300 },
+    );
     await bus.encerrar();
   });
 });
