@@ -26,10 +26,15 @@ import {
   headerString,
   ensureTopics,
   DLQ_OUTCOME_HEADER,
+  ORDER_HEADER,
+  parseOrder,
 } from '../sdk/wire';
 import { SessionProducer, backoffDelay, kafkaLogs } from '../sdk/service';
 import { recordFailure, recordResolved, type DeadLetterRecord } from './dead-letter-writer';
-import { appendToEventLog, type LogRow, type WriteResult } from './event-log-writer';
+import { publishTimeOf, stageEvents, type StagedRow } from './event-log-writer';
+import { refusable, refusalOf } from './refused-rows';
+import { Sequencer } from './sequencer';
+import type { StagedRef } from './causal-order';
 import type { BridgeMetrics } from './metrics';
 
 export interface OpcoesBridge {
@@ -60,6 +65,10 @@ export interface OpcoesBridge {
   stallAfterMs?: number;
   /** Longest wait before a crashed lane consumer is started again, in milliseconds (backoff from 500 ms). Default 30 s. */
   restartBackoffMaxMs?: number;
+  /** Longest hold of an event whose `causation_id` names an event not in the log yet, in milliseconds. Default 30 s. */
+  causalHoldMs?: number;
+  /** A partition with unstaged records and no progress this long is not waited for by the sequencer, in milliseconds. Default 30 s. */
+  orderMaxIdleMs?: number;
   logger: Logger;
   metrics: BridgeMetrics;
 }
@@ -110,6 +119,8 @@ export interface BridgeHealth {
   lanes: Array<{ lane: string; topics: number; running: boolean; joining: boolean }>;
   /** Partitions with lag and no progress for `stallAfterMs`. */
   stalled: Array<{ lane: string; topic: string; partition: number; lag: number; since_ms: number }>;
+  /** Whether this instance is the active sequencer (one per database; the others stand by). */
+  sequencer_leader: boolean;
 }
 
 /** How long a lane re-subscribing to pick up a new topic still counts as ready, in milliseconds. */
@@ -119,14 +130,7 @@ const JOIN_GRACE_MS = 30_000;
 const ABORTED = Symbol('aborted');
 
 type Poison = { kind: 'poison'; reason: string; detail: string; message: KafkaMessage };
-type Decoded = { kind: 'ok'; row: LogRow; message: KafkaMessage } | Poison;
-
-/** SQLSTATE classes of a row PostgreSQL refuses for its content (data exception, integrity, limits). */
-const REFUSED_ROW_SQLSTATE = /^(22|23|54)/;
-const sqlstateOf = (err: unknown): string | undefined => {
-  const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) ? code : undefined;
-};
+type Decoded = { kind: 'ok'; row: StagedRow; message: KafkaMessage } | Poison;
 
 /**
  * The sink connector: mirrors every event topic into `core.event_log`, redacted, with the
@@ -145,6 +149,7 @@ export class Bridge {
   private refreshing: Promise<void> | undefined;
   private stopping = false;
   private lastDbOk = false;
+  private readonly sequencer: Sequencer;
   /** Per lane/topic/partition: the lag after the last committed chunk, and when. */
   private readonly progress = new Map<
     string,
@@ -160,6 +165,22 @@ export class Bridge {
       retry: { retries: 10, initialRetryTime: 300, maxRetryTime: 5000 },
     });
     this.decoder = new EventDecoder(o.registry, o.catalog, o.maxPayloadBytes);
+    this.sequencer = new Sequencer({
+      pool: o.pool,
+      admin: () => this.admin,
+      groupId: o.groupId,
+      pattern: o.topics.eventos,
+      topicPrefix: o.topics.prefixoEventos,
+      causalHoldMs: o.causalHoldMs ?? 30_000,
+      maxIdleMs: o.orderMaxIdleMs ?? 30_000,
+      roundLimit: 50_000,
+      batchSize: o.batchSize,
+      pollMs: 200,
+      ...(o.commitJitterMs === undefined ? {} : { commitJitterMs: o.commitJitterMs }),
+      onRefused: (row, sqlstate) => this.quarantineStaged(row, sqlstate),
+      logger: o.logger,
+      metrics: o.metrics,
+    });
     this.lanes = [
       {
         name: 'eventos',
@@ -189,6 +210,7 @@ export class Bridge {
     await this.producer.connect();
     await ensureTopics(this.admin, [this.o.topics.quarentena()], this.o.topicSettings);
     await this.refreshSubscription();
+    this.sequencer.start();
     this.watcher = setInterval(() => {
       this.refreshing ??= this.refreshSubscription()
         .catch((err: unknown) => this.o.logger.warn('topic refresh failed', { error: (err as Error).message }))
@@ -205,6 +227,7 @@ export class Bridge {
     await this.refreshing;
     await Promise.all(this.lanes.map((l) => l.restarting ?? Promise.resolve()));
     await Promise.all(this.lanes.map((l) => (l.consumer ? l.consumer.disconnect() : Promise.resolve())));
+    await this.sequencer.stop();
     await this.producer?.close();
     await this.admin?.disconnect();
     this.o.logger.info('bridge stopped');
@@ -239,6 +262,7 @@ export class Bridge {
       database: this.lastDbOk,
       lanes,
       stalled,
+      sequencer_leader: this.sequencer.leader,
     };
   }
 
@@ -394,35 +418,31 @@ export class Bridge {
         const sent = await this.retrying('kafka', ctl, () => this.quarantine(topic, partition, poison));
         if (sent === ABORTED) return;
       }
-      const t0 = process.hrtime.bigint();
-      const written = await this.retrying('database', ctl, () => this.appendIsolatingRefused(good));
+      const written = await this.retrying('database', ctl, () => this.stageIsolatingRefused(good));
       if (written === ABORTED) return;
       const { result, refused } = written;
       if (refused.length > 0) {
         const sent = await this.retrying('kafka', ctl, () => this.quarantine(topic, partition, refused));
         if (sent === ABORTED) return;
       }
-      const rows = good.map((g) => g.row).filter((r) => !refused.some((x) => x.eventId === r.event_id));
       this.lastDbOk = true;
-      this.o.metrics.insertDuration.observe(Number(process.hrtime.bigint() - t0) / 1e9);
-      this.o.metrics.batchSize.observe(rows.length);
+      this.o.metrics.staged.inc(result.staged.length);
       this.o.metrics.duplicates.inc(result.duplicates.length);
-      for (const r of rows) if (!result.duplicates.includes(r.event_id)) this.o.metrics.inserted.inc({ tipo: r.tipo });
-      const last = result.inserted.at(-1);
-      if (last) this.o.metrics.highestSequence.set(Number(last.sequence_number));
       const lastOffset = (chunk.at(-1) as KafkaMessage).offset;
       ctl.resolveOffset(lastOffset);
+      // the committed offset is what the sequencer waits for: "staged up to here"
       await consumer.commitOffsets([{ topic, partition, offset: (BigInt(lastOffset) + 1n).toString() }]);
+      if (result.staged.length > 0) this.sequencer.wake();
       this.recordProgress(
         this.lanes[0] as Lane,
         topic,
         partition,
         Math.max(0, Number(batch.highWatermark) - Number(lastOffset) - 1),
       );
-      this.o.logger.debug('batch written', {
+      this.o.logger.debug('batch staged', {
         topic,
         partition,
-        inserted: result.inserted.length,
+        staged: result.staged.length,
         duplicates: result.duplicates.length,
         quarantined: poison.length,
       });
@@ -523,12 +543,24 @@ export class Bridge {
   }
 
   /**
-   * Whether a dead-lettered event that is not in the log may still get there: the record names
-   * an event topic's partition and an offset that exists, and the events lane's committed
-   * offset there is not past it. Anything else (a reprocessing topic, a forged or missing
+   * Whether a dead-lettered event that is not in the log may still get there: it is staged, or
+   * the record names an event topic's partition and an offset that exists, and the events
+   * lane's committed offset there is not past it. Anything else (a reprocessing topic, a forged or missing
    * position, a topic that does not exist) means it never will.
    */
   private async eventMayStillArrive(message: KafkaMessage): Promise<boolean> {
+    if (await this.kafkaMayStillDeliver(message)) return true;
+    // the events lane passed it, and stages before it commits: staged means the sequencer writes
+    // it after its cause (asked last, so a row staged during the Kafka checks is seen)
+    const id = eventIdOf(message);
+    return (
+      id !== undefined &&
+      (await this.o.pool.query('SELECT 1 FROM core.event_staging WHERE event_id = $1', [id])).rowCount === 1
+    );
+  }
+
+  /** Whether the events lane has yet to pass the DLQ record's original position (which exists). */
+  private async kafkaMayStillDeliver(message: KafkaMessage): Promise<boolean> {
     const admin = this.admin;
     const original = headerString(message.headers, DLQ_HEADERS.topic);
     const p = Number(headerString(message.headers, DLQ_HEADERS.partition));
@@ -572,10 +604,12 @@ export class Bridge {
 
   private async decodeChunk(topic: string, partition: number, messages: KafkaMessage[]): Promise<Decoded[]> {
     const out: Decoded[] = [];
+    const receivedAt = Date.now();
     for (const message of messages) {
       try {
         const ev = await this.decoder.decode(message, { topico: topic, particao: partition, offset: message.offset });
         const policy = this.o.catalog.tipo(ev.tipo)?.redacao ?? { campos: {} };
+        const order = parseOrder(headerString(message.headers, ORDER_HEADER));
         out.push({
           kind: 'ok',
           message,
@@ -588,6 +622,12 @@ export class Bridge {
             correlacao_id: ev.correlacao_id,
             causation_id: ev.causation_id,
             payload: redactPayload(ev.payload, policy, this.o.redaction),
+            kafka_topic: topic,
+            kafka_partition: partition,
+            kafka_offset: message.offset,
+            publicado_em: publishTimeOf(message.timestamp, receivedAt),
+            ordem_sessao: order?.sessao ?? null,
+            ordem_contador: order?.contador ?? null,
           },
         });
       } catch (err) {
@@ -604,31 +644,35 @@ export class Bridge {
   }
 
   /**
-   * Appends the chunk in one transaction; if PostgreSQL refuses it for a row's content (a data
-   * or integrity SQLSTATE — the shared rule should make this rare), the rows are written one by
+   * Stages the chunk in one transaction; if PostgreSQL refuses it for a row's content (a data
+   * or integrity SQLSTATE — the shared rule should make this rare), the rows are staged one by
    * one, in order, and the refused ones come back as poison with their SQLSTATE: the partition
    * moves on instead of retrying the same batch for ever.
    */
-  private async appendIsolatingRefused(
+  private async stageIsolatingRefused(
     good: Array<Extract<Decoded, { kind: 'ok' }>>,
-  ): Promise<{ result: WriteResult; refused: Array<Poison & { eventId: string }> }> {
-    const rows = good.map((g) => g.row);
+  ): Promise<{ result: { staged: string[]; duplicates: string[] }; refused: Array<Poison & { eventId: string }> }> {
     try {
-      return { result: await appendToEventLog(this.o.pool, rows, this.o.commitJitterMs), refused: [] };
+      return {
+        result: await stageEvents(
+          this.o.pool,
+          good.map((g) => g.row),
+        ),
+        refused: [],
+      };
     } catch (err) {
-      const state = sqlstateOf(err);
-      if (isRetriable(err) || !state || !REFUSED_ROW_SQLSTATE.test(state)) throw err;
+      if (!refusalOf(err)) throw err;
     }
-    const result: WriteResult = { inserted: [], duplicates: [] };
+    const result = { staged: [] as string[], duplicates: [] as string[] };
     const refused: Array<Poison & { eventId: string }> = [];
     for (const g of good) {
       try {
-        const r = await appendToEventLog(this.o.pool, [g.row], this.o.commitJitterMs);
-        result.inserted.push(...r.inserted);
+        const r = await stageEvents(this.o.pool, [g.row]);
+        result.staged.push(...r.staged);
         result.duplicates.push(...r.duplicates);
       } catch (err) {
-        const state = sqlstateOf(err);
-        if (isRetriable(err) || !state || !REFUSED_ROW_SQLSTATE.test(state)) throw err;
+        const state = refusalOf(err);
+        if (!state) throw err;
         this.o.metrics.refusedRows.inc({ sqlstate: state });
         refused.push({
           kind: 'poison',
@@ -682,6 +726,47 @@ export class Bridge {
   }
 
   /**
+   * A staged event PostgreSQL refused when the sequencer moved it into the log (a constraint
+   * the shared rule does not know): quarantined by reference — the original record stays at its
+   * topic, partition and offset — with its `ce_id` and the SQLSTATE; the caller then drops it
+   * from staging, so it never blocks the events after it.
+   */
+  private async quarantineStaged(row: StagedRef, sqlstate: string): Promise<void> {
+    const producer = this.producer;
+    if (!producer) throw new FeromoniosError('BUS_CLOSED', 'the bridge is not started');
+    await producer.send({
+      topic: this.o.topics.quarentena(),
+      acks: -1,
+      messages: [
+        {
+          key: null,
+          value: null,
+          headers: {
+            [HEADER.id]: row.event_id,
+            [QUARANTINE_HEADERS.reason]: 'database-refused',
+            [QUARANTINE_HEADERS.detail]: `PostgreSQL refused the row when it was written to core.event_log (SQLSTATE ${sqlstate}); the original record is at its topic, partition and offset`,
+            [QUARANTINE_HEADERS.topic]: row.kafka_topic,
+            [QUARANTINE_HEADERS.partition]: String(row.kafka_partition),
+            [QUARANTINE_HEADERS.offset]: row.kafka_offset,
+            [QUARANTINE_HEADERS.reference]: 'true',
+          },
+        },
+      ],
+    });
+    this.o.metrics.refusedRows.inc({ sqlstate });
+    this.o.metrics.quarantined.inc({ reason: 'database-refused' });
+    this.o.metrics.quarantinedByReference.inc({ reason: 'database-refused' });
+    this.o.logger.warn('record quarantined', {
+      topic: row.kafka_topic,
+      partition: row.kafka_partition,
+      offset: row.kafka_offset,
+      reason: 'database-refused',
+      event_id: row.event_id,
+      detail: `SQLSTATE ${sqlstate}`,
+    });
+  }
+
+  /**
    * Runs `fn` until it succeeds, backing off on retriable failures (database or registry down)
    * while keeping the group membership alive. Returns `ABORTED` when the bridge stops or the
    * partition is revoked meanwhile: nothing was committed, so the records come back.
@@ -708,20 +793,6 @@ export class Bridge {
         }
       }
     }
-  }
-}
-
-/**
- * `fn`'s result, or `{ refused: SQLSTATE }` when PostgreSQL refuses the row for its content (a
- * data, integrity or limit error): the caller quarantines the record instead of retrying it.
- */
-async function refusable<T>(fn: () => Promise<T>): Promise<T | { refused: string }> {
-  try {
-    return await fn();
-  } catch (err) {
-    const state = sqlstateOf(err);
-    if (!isRetriable(err) && state && REFUSED_ROW_SQLSTATE.test(state)) return { refused: state };
-    throw err;
   }
 }
 

@@ -41,6 +41,20 @@ export const bridgeEnv = {
     default: 60_000,
     doc: 'A partition with lag and no progress this long is reported stalled (metric, /ready 503), in milliseconds.',
   }),
+  BRIDGE_CAUSAL_HOLD_MS: env.int({
+    min: 0,
+    max: 3_600_000,
+    default: 30_000,
+    unit: 'milliseconds',
+    doc: 'Longest hold of an event whose causation_id names an event not in the log yet; past it, it is written anyway (docs/ordering.md).',
+  }),
+  BRIDGE_ORDER_MAX_IDLE_MS: env.int({
+    min: 100,
+    max: 3_600_000,
+    default: 30_000,
+    unit: 'milliseconds',
+    doc: 'A partition with unstaged records and no progress this long is not waited for when ordering (docs/ordering.md).',
+  }),
   BRIDGE_FAULT_COMMIT_JITTER_MS: env.int({
     min: 0,
     max: 10000,

@@ -8,76 +8,136 @@ export type LogRow = Pick<
   'event_id' | 'tipo' | 'versao_schema' | 'timestamp' | 'origem' | 'correlacao_id' | 'causation_id' | 'payload'
 >;
 
+/** A row for `core.event_staging`: the log's columns plus where and when it was published. */
+export interface StagedRow extends LogRow {
+  kafka_topic: string;
+  kafka_partition: number;
+  kafka_offset: string;
+  /** The Kafka record timestamp (publish time), ISO 8601. */
+  publicado_em: string;
+  ordem_sessao: string | null;
+  ordem_contador: number | null;
+}
+
+/** NOTIFY channel a staging commit signals on: the sequencer (any instance) wakes up. */
+export const STAGING_CHANNEL = 'feromonios_event_staging';
+
+/** Latest instant JavaScript and PostgreSQL both represent, in milliseconds (year 275760). */
+const MAX_DATE_MS = 8.64e15;
+
+/**
+ * The publish time of a Kafka record as the sequencer orders it: the record timestamp when it
+ * is a real instant, else (`-1`, garbage from a non-SDK producer, out of range) `receivedAt`.
+ */
+export function publishTimeOf(recordTimestamp: string | undefined, receivedAt: number): string {
+  const ms = recordTimestamp !== undefined && /^\d{1,16}$/.test(recordTimestamp) ? Number(recordTimestamp) : NaN;
+  return new Date(Number.isSafeInteger(ms) && ms <= MAX_DATE_MS ? ms : receivedAt).toISOString();
+}
+
+/**
+ * Stages a chunk of one partition in one transaction: events already staged or already in the
+ * log are left out (returned as duplicates). Commit signals `STAGING_CHANNEL`. The caller
+ * commits the Kafka offsets afterwards: a committed offset means "staged up to here", which is
+ * what the sequencer waits for.
+ */
+export async function stageEvents(
+  pool: pg.Pool,
+  rows: StagedRow[],
+): Promise<{ staged: string[]; duplicates: string[] }> {
+  if (rows.length === 0) return { staged: [], duplicates: [] };
+  return withTransaction(pool, async (client) => {
+    const res = await client.query<{ event_id: string }>(
+      `INSERT INTO core.event_staging (event_id, tipo, versao_schema, timestamp, origem, correlacao_id, causation_id, payload,
+                                       kafka_topic, kafka_partition, kafka_offset, publicado_em, ordem_sessao, ordem_contador)
+       SELECT e, t, v, ts, o, c, ca, p, kt, kp, ko, pe, os, oc
+         FROM unnest($1::uuid[], $2::text[], $3::text[], $4::timestamptz[], $5::text[], $6::uuid[], $7::uuid[], $8::jsonb[],
+                     $9::text[], $10::int[], $11::bigint[], $12::timestamptz[], $13::uuid[], $14::bigint[])
+              AS x(e, t, v, ts, o, c, ca, p, kt, kp, ko, pe, os, oc)
+        WHERE NOT EXISTS (SELECT 1 FROM core.event_log l WHERE l.event_id = x.e)
+       ON CONFLICT (event_id) DO NOTHING
+       RETURNING event_id::text`,
+      [
+        rows.map((r) => r.event_id),
+        rows.map((r) => r.tipo),
+        rows.map((r) => r.versao_schema),
+        rows.map((r) => r.timestamp),
+        rows.map((r) => r.origem),
+        rows.map((r) => r.correlacao_id),
+        rows.map((r) => r.causation_id),
+        rows.map((r) => JSON.stringify(r.payload)),
+        rows.map((r) => r.kafka_topic),
+        rows.map((r) => r.kafka_partition),
+        rows.map((r) => r.kafka_offset),
+        rows.map((r) => r.publicado_em),
+        rows.map((r) => r.ordem_sessao),
+        rows.map((r) => r.ordem_contador),
+      ],
+    );
+    await client.query(`SELECT pg_notify('${STAGING_CHANNEL}', '')`);
+    const staged = new Set(res.rows.map((r) => r.event_id));
+    const seen = new Set<string>();
+    const duplicates: string[] = [];
+    for (const r of rows) {
+      if (!staged.has(r.event_id) || seen.has(r.event_id)) duplicates.push(r.event_id);
+      seen.add(r.event_id);
+    }
+    return { staged: [...staged], duplicates };
+  });
+}
+
 export interface WriteResult {
-  inserted: Array<{ event_id: string; sequence_number: string }>;
-  /** event_ids already in the log (or repeated in the batch): dropped, no sequence consumed. */
+  inserted: Array<{ event_id: string; sequence_number: string; tipo: string }>;
+  /** event_ids already in the log: dropped from staging, no sequence consumed. */
   duplicates: string[];
 }
 
 /**
- * Key of the transaction-scoped advisory lock every bridge instance takes before assigning
- * sequence numbers. Writers are serialised, so rows commit in sequence order and a reader
- * polling `sequence_number > cursor` can never see N+1 before N (the skip bug
- * Marten and Emmett shipped). docs/adr/0004-global-sequence.md explains the choice.
+ * Key of the transaction-scoped advisory lock taken before assigning sequence numbers. Writers
+ * are serialised, so rows commit in sequence order and a reader polling
+ * `sequence_number > cursor` can never see N+1 before N (the skip bug Marten and Emmett
+ * shipped). docs/adr/0004-global-sequence.md explains the choice.
  */
 export const EVENT_LOG_LOCK_KEY = 0x6665726f6c6f67n; // 'ferolog'
 
 /**
- * Appends a batch to `core.event_log` in one transaction, in the given order. Known
- * `event_id`s are filtered out under the lock before the INSERT, so a redelivery never burns a
- * `sequence_number` (`ON CONFLICT DO NOTHING` would: it evaluates `nextval` first).
+ * Moves staged events into `core.event_log` in one transaction, taking sequence numbers in
+ * the given order (the sequencer's causal order, bridge/causal-order.ts). An event_id already
+ * in the log is dropped from staging without a sequence number (a redelivery staged again).
  */
-export async function appendToEventLog(
+export async function moveToEventLog(
   pool: pg.Pool,
-  rows: LogRow[],
+  orderedIds: string[],
   /** Fault injection only: up to this many milliseconds of random delay before COMMIT. */
   commitJitterMs = 0,
 ): Promise<WriteResult> {
-  const seen = new Set<string>();
-  const unique: LogRow[] = [];
-  const duplicates: string[] = [];
-  for (const r of rows) {
-    if (seen.has(r.event_id)) duplicates.push(r.event_id);
-    else {
-      seen.add(r.event_id);
-      unique.push(r);
-    }
-  }
-  if (unique.length === 0) return { inserted: [], duplicates };
+  if (orderedIds.length === 0) return { inserted: [], duplicates: [] };
   return withTransaction(pool, async (client) => {
     await client.query('SELECT pg_advisory_xact_lock($1)', [EVENT_LOG_LOCK_KEY.toString()]);
-    const existing = await client.query<{ event_id: string }>(
-      'SELECT event_id FROM core.event_log WHERE event_id = ANY($1::uuid[])',
-      [unique.map((r) => r.event_id)],
+    // unnest keeps the chunk in one statement whatever its size; ORDER BY ord makes the
+    // sequence numbers follow the sequencer's order
+    const res = await client.query<{ event_id: string; sequence_number: string | null; tipo: string }>(
+      `WITH ids AS (SELECT id, ord FROM unnest($1::uuid[]) WITH ORDINALITY AS u(id, ord)),
+            moved AS (DELETE FROM core.event_staging s USING ids WHERE s.event_id = ids.id
+                      RETURNING s.event_id, s.tipo, s.versao_schema, s.timestamp, s.origem, s.correlacao_id,
+                                s.causation_id, s.payload, ids.ord),
+            ins AS (INSERT INTO core.event_log (event_id, tipo, versao_schema, timestamp, origem, correlacao_id, causation_id, payload)
+                    SELECT event_id, tipo, versao_schema, timestamp, origem, correlacao_id, causation_id, payload
+                      FROM moved m
+                     WHERE NOT EXISTS (SELECT 1 FROM core.event_log l WHERE l.event_id = m.event_id)
+                     ORDER BY ord
+                    RETURNING event_id, sequence_number)
+       SELECT m.event_id::text, i.sequence_number::text, m.tipo
+         FROM moved m LEFT JOIN ins i ON i.event_id = m.event_id
+        ORDER BY m.ord`,
+      [orderedIds],
     );
-    const known = new Set(existing.rows.map((r) => r.event_id));
-    const fresh = unique.filter((r) => !known.has(r.event_id));
-    duplicates.push(...unique.filter((r) => known.has(r.event_id)).map((r) => r.event_id));
-    let inserted: WriteResult['inserted'] = [];
-    if (fresh.length > 0) {
-      // unnest keeps the batch in one statement whatever its size (no 65,535-parameter limit);
-      // ORDER BY ord makes sequence numbers follow Kafka offset order.
-      const res = await client.query<{ event_id: string; sequence_number: string }>(
-        `INSERT INTO core.event_log (event_id, tipo, versao_schema, timestamp, origem, correlacao_id, causation_id, payload)
-         SELECT e, t, v, ts, o, c, ca, p
-           FROM unnest($1::uuid[], $2::text[], $3::text[], $4::timestamptz[], $5::text[], $6::uuid[], $7::uuid[], $8::jsonb[])
-                WITH ORDINALITY AS x(e, t, v, ts, o, c, ca, p, ord)
-          ORDER BY ord
-         RETURNING event_id, sequence_number::text`,
-        [
-          fresh.map((r) => r.event_id),
-          fresh.map((r) => r.tipo),
-          fresh.map((r) => r.versao_schema),
-          fresh.map((r) => r.timestamp),
-          fresh.map((r) => r.origem),
-          fresh.map((r) => r.correlacao_id),
-          fresh.map((r) => r.causation_id),
-          fresh.map((r) => JSON.stringify(r.payload)),
-        ],
-      );
-      inserted = res.rows;
-    }
     if (commitJitterMs > 0) await client.query('SELECT pg_sleep($1)', [(Math.random() * commitJitterMs) / 1000]);
+    const inserted: WriteResult['inserted'] = [];
+    const duplicates: string[] = [];
+    for (const r of res.rows) {
+      if (r.sequence_number === null) duplicates.push(r.event_id);
+      else inserted.push({ event_id: r.event_id, sequence_number: r.sequence_number, tipo: r.tipo });
+    }
     return { inserted, duplicates };
   });
 }

@@ -34,6 +34,8 @@ async function main(): Promise<void> {
     topicRefreshMs: cfg.BRIDGE_TOPIC_REFRESH_MS,
     maxPayloadBytes: cfg.BRIDGE_MAX_PAYLOAD_BYTES,
     commitJitterMs: cfg.BRIDGE_FAULT_COMMIT_JITTER_MS,
+    causalHoldMs: cfg.BRIDGE_CAUSAL_HOLD_MS,
+    orderMaxIdleMs: cfg.BRIDGE_ORDER_MAX_IDLE_MS,
     stallAfterMs: cfg.BRIDGE_STALL_AFTER_MS,
     dlqMaxTentativas: cfg.DLQ_MAX_TENTATIVAS,
     logger,

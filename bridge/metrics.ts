@@ -86,6 +86,43 @@ export class BridgeMetrics {
     registers: [this.registry],
   });
 
+  readonly staged = new Counter({
+    name: 'feromonios_bridge_staged_total',
+    help: 'Events staged in core.event_staging (the sequencer then writes them to the log in causal order).',
+    registers: [this.registry],
+  });
+  readonly stagingDepth = new Gauge({
+    name: 'feromonios_bridge_staging_depth',
+    help: 'Events staged and not yet in core.event_log, as the sequencer last counted (leader only).',
+    registers: [this.registry],
+  });
+  readonly sequencerLeader = new Gauge({
+    name: 'feromonios_bridge_sequencer_leader',
+    help: '1 when this instance is the active sequencer (one per database), else 0.',
+    registers: [this.registry],
+  });
+  readonly rounds = new Histogram({
+    name: 'feromonios_bridge_sequencer_round_seconds',
+    help: 'Duration of one sequencer round (snapshot, wait for the partitions, order, write), in seconds.',
+    buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [this.registry],
+  });
+  readonly causalHeld = new Gauge({
+    name: 'feromonios_bridge_causal_held',
+    help: 'Events held because their causation_id names an event not in the log yet (last round).',
+    registers: [this.registry],
+  });
+  readonly causalHoldExpired = new Counter({
+    name: 'feromonios_bridge_causal_hold_expired_total',
+    help: 'Events written although their cause never reached the log within BRIDGE_CAUSAL_HOLD_MS.',
+    registers: [this.registry],
+  });
+  readonly idlePartitions = new Counter({
+    name: 'feromonios_bridge_order_idle_partitions_total',
+    help: 'Times a partition with unstaged records made no progress for BRIDGE_ORDER_MAX_IDLE_MS and rounds went on without waiting for it.',
+    registers: [this.registry],
+  });
+
   constructor() {
     collectDefaultMetrics({ register: this.registry });
   }

@@ -4,6 +4,7 @@ import * as initCore from './20260808112047_init_core';
 import * as dlqUnique from './20260814154200_add_dlq_unique_event_colonia';
 import * as causation from './20261130120000_add_event_log_causation_id';
 import * as reprocessingAudit from './20261201090000_add_dlq_reprocessing_audit';
+import * as eventStaging from './20261201140000_add_event_staging';
 
 /**
  * The `core` schema's migrations, in order. Landed migrations are never edited: add a file
@@ -18,6 +19,7 @@ export const MIGRATIONS: ReadonlyArray<{
   { name: '20260814154200_add_dlq_unique_event_colonia', module: dlqUnique },
   { name: '20261130120000_add_event_log_causation_id', module: causation },
   { name: '20261201090000_add_dlq_reprocessing_audit', module: reprocessingAudit },
+  { name: '20261201140000_add_event_staging', module: eventStaging },
 ];
 
 const source: Knex.MigrationSource<(typeof MIGRATIONS)[number]> = {

@@ -12,7 +12,8 @@ import { withInbox, type OpcoesInbox } from './inbox';
 import { DLQ_HEADERS, DLQ_OUTCOME_HEADER, REPROCESS_HEADERS } from '../wire/headers';
 import { ensureTopics, withAdmin, type TopicNames, type TopicSettings } from '../wire/topics';
 import type { PoolClient } from 'pg';
-import { endSpan, startConsumerSpan } from '../runtime/tracing';
+import { endSpan, handlerTraceparent, startConsumerSpan, withActiveSpan } from '../runtime/tracing';
+import { comContextoCausal } from '../runtime/causal-context';
 import { headerString, HEADER } from '../wire/wire-format';
 import { isUuid } from '../wire/storable';
 import { SessionProducer } from '../runtime/producer';
@@ -397,7 +398,15 @@ export class ColonySubscriber {
       );
       const t0 = process.hrtime.bigint();
       try {
-        const ran = await this.runWithTimeout(h, evento, attempt, reprocessamento);
+        // what the handler publishes is caused by this event and continues its trace
+        const causa = {
+          event_id: evento.event_id,
+          correlacao_id: evento.correlacao_id,
+          traceparent: handlerTraceparent(span, headerString(message.headers, HEADER.traceparent)),
+        };
+        const ran = await comContextoCausal(causa, () =>
+          withActiveSpan(span, () => this.runWithTimeout(h, evento, attempt, reprocessamento)),
+        );
         endSpan(span);
         this.observe(h, evento, ran ? 'success' : 'duplicate', t0);
         return true;

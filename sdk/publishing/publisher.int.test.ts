@@ -86,8 +86,11 @@ describe('publicar over the real broker and registry', () => {
       ce_correlacaoid: correlacao_id,
       ce_causationid: causation_id,
       traceparent: headers.traceparent,
+      feromonios_ordem: headers.feromonios_ordem,
     });
     expect(headers.traceparent).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-0[01]$/);
+    // the producer session's publish order (docs/ordering.md): a UUID and a counter from 1
+    expect(headers.feromonios_ordem).toMatch(/^[0-9a-f-]{36}:[1-9][0-9]*$/);
   });
 
   it('T12/T13: fills versao_schema 1.0.0 and correlacao_id = event_id, and keys by correlacao_id', async () => {

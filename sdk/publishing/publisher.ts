@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { backoffDelay, sleep } from '../runtime/retry';
 import type { Span } from '@opentelemetry/api';
 import { type Kafka, type Message, type PartitionMetadata, Partitioners, type RecordMetadata } from 'kafkajs';
@@ -43,6 +44,9 @@ export class Publisher {
   private readonly queue: QueuedSend[] = [];
   private readonly topicChecks = new Map<string, Promise<void>>();
   private sending = false;
+  /** This publisher's session in `feromonios_ordem` (publish order across topics, docs/ordering.md). */
+  private readonly session = randomUUID();
+  private planned = 0;
 
   constructor(private readonly d: PublisherDeps) {
     this.producer = new SessionProducer(d.kafka, d.logger);
@@ -249,7 +253,11 @@ export class Publisher {
         // no record timestamp: kafkajs stamps the record with the send time (CreateTime). The event's
         // own time travels in ce_time; as the record's, a backfill would fall under retention
         // at once and a future one be refused by the broker (docs/publishing.md, "Timestamps")
-        headers: buildHeaders(v, { traceparent, partitionKey: v.chave_particao }),
+        headers: buildHeaders(v, {
+          traceparent,
+          partitionKey: v.chave_particao,
+          ordem: `${this.session}:${++this.planned}`,
+        }),
       },
     };
   }

@@ -26,6 +26,7 @@ const describeDuration = (ms: number): string =>
       : ms >= 60_000
         ? `${Math.round(ms / 60_000)} min`
         : `${Math.round(ms / 1000)} s`;
+import { contextoCausal } from '../runtime/causal-context';
 import { randomUUID } from 'node:crypto';
 import type { SchemaCatalog, VersaoCatalogada } from '../catalog/catalog';
 import type { EventoConsultado, PublicarEventoDto } from '../contract';
@@ -65,7 +66,8 @@ const fail = (
 /**
  * Seed 3.3, in this exact order (docs/publishing.md, "What `publicar` checks, in order"):
  * 1. payload is a non-null object; 2. normalise (event_id, versao_schema '1.0.0', timestamp,
- * correlacao_id = event_id); 3. UUID / ISO-8601 formats; 4. type exists, is not deprecated,
+ * correlacao_id = event_id — inside a handler, correlacao_id and causation_id default to the
+ * handled event's, sdk/runtime/causal-context.ts); 3. UUID / ISO-8601 formats; 4. type exists, is not deprecated,
  * the version has a schema; 5. Ajv draft 2020-12 against that schema; 6. size ≤ 1 MB.
  * Each failure is a typed error naming its step; `index` names the event of a batch.
  */
@@ -90,7 +92,10 @@ export function validarEvento(
   const event_id = d.event_id ?? randomUUID();
   const versao_schema = d.versao_schema ?? '1.0.0';
   const timestamp = d.timestamp ?? now().toISOString();
-  const correlacao_id = d.correlacao_id ?? event_id;
+  // inside a handler, what is published continues the flow of the event being handled
+  // (sdk/runtime/causal-context.ts) unless the caller said otherwise (null included)
+  const causa = contextoCausal();
+  const correlacao_id = d.correlacao_id ?? causa?.correlacao_id ?? event_id;
   // 3. formats
   if (!isUuid(event_id))
     fail('INVALID_EVENT_ID', 'event_id', `event_id must be a UUID, got ${JSON.stringify(event_id)}`, index);
@@ -205,7 +210,7 @@ export function validarEvento(
     timestamp,
     origem: d.origem as string,
     correlacao_id,
-    causation_id: d.causation_id ?? null,
+    causation_id: d.causation_id === undefined ? (causa?.event_id ?? null) : d.causation_id,
     chave_particao: d.chave_particao,
     payload: payload as Record<string, unknown>,
     payloadJson,

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { contextoCausal } from './causal-context';
 import { context, SpanKind, SpanStatusCode, trace, type Span, type SpanContext } from '@opentelemetry/api';
 
 /**
@@ -28,10 +29,32 @@ export function endSpan(span: Span, error?: unknown): void {
   span.end();
 }
 
+/**
+ * The `traceparent` to write for `span`: the span's own when it is recording (a tracer provider
+ * is registered); else a new span id in the trace of the event being handled, when there is
+ * one (sdk/runtime/causal-context.ts), so a flow stays one trace without any OpenTelemetry
+ * setup; else a fresh trace.
+ */
 export function traceparentOf(span: Span): string {
   const sc = span.spanContext();
+  if (span.isRecording() && trace.isSpanContextValid(sc)) return formatTraceparent(sc);
+  const parent = contextoCausal()?.traceparent;
+  const inherited = parent ? parseTraceparent(parent) : undefined;
+  if (inherited) return formatTraceparent({ ...inherited, spanId: randomBytes(8).toString('hex'), isRemote: false });
   if (trace.isSpanContextValid(sc)) return formatTraceparent(sc);
   return `00-${randomBytes(16).toString('hex')}-${randomBytes(8).toString('hex')}-01`;
+}
+
+/** The consumer span's `traceparent` when it is recording, else the event's own. */
+export function handlerTraceparent(span: Span, eventTraceparent: string | undefined): string | undefined {
+  const sc = span.spanContext();
+  if (span.isRecording() && trace.isSpanContextValid(sc)) return formatTraceparent(sc);
+  return eventTraceparent && parseTraceparent(eventTraceparent) ? eventTraceparent : undefined;
+}
+
+/** Runs `fn` with `span` as the active span (producer spans started inside become its children). */
+export function withActiveSpan<T>(span: Span, fn: () => T): T {
+  return context.with(trace.setSpan(context.active(), span), fn);
 }
 
 export const formatTraceparent = (sc: SpanContext): string =>

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { SchemaCatalog } from '../catalog/catalog';
 import { HandlerTimeoutError, FeromoniosError } from '../errors';
 import { withHandlerTimeout } from '../consuming/handler-timeout';
+import { comContextoCausal } from '../runtime/causal-context';
 import type { Barramento } from '../contract';
 import type { EventoConsultado, PublicarEventoDto } from '../contract';
 import {
@@ -339,8 +340,12 @@ export class InMemoryEventBus implements Barramento {
   }
 
   private async runWithTimeout(h: Inscricao, evento: EventoConsultado, tentativa: number): Promise<void> {
-    await withHandlerTimeout(h.nome, h.opcoes.timeoutMs, this.abort.signal, (signal) =>
-      h.manipulador({ ...evento, payload: structuredClone(evento.payload) }, { tentativa, signal }),
+    // as on the real bus: what the handler publishes is caused by this event
+    const causa = { event_id: evento.event_id, correlacao_id: evento.correlacao_id };
+    await comContextoCausal(causa, () =>
+      withHandlerTimeout(h.nome, h.opcoes.timeoutMs, this.abort.signal, (signal) =>
+        h.manipulador({ ...evento, payload: structuredClone(evento.payload) }, { tentativa, signal }),
+      ),
     );
   }
 

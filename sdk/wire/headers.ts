@@ -41,3 +41,24 @@ export const REPROCESS_HEADERS = {
 
 /** Header of a DLQ-topic record that reports an outcome instead of a failure. */
 export const DLQ_OUTCOME_HEADER = 'feromonios_dlq_resultado';
+
+/**
+ * Publish order of one SDK producer session: `<session uuid>:<counter>`, the counter starting
+ * at 1 and growing by one per event the session plans. The bridge's sequencer keeps one
+ * session's events in counter order across topics (docs/ordering.md). Optional: records of
+ * other producers, or with a value that does not parse, are ordered by their record timestamp.
+ */
+export const ORDER_HEADER = 'feromonios_ordem';
+
+/** Largest counter accepted in `feromonios_ordem` (fits a JavaScript number and a BIGINT). */
+const MAX_ORDER_COUNTER = Number.MAX_SAFE_INTEGER;
+const ORDER_RE = /^([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}):([1-9][0-9]{0,15})$/;
+
+/** `feromonios_ordem`'s session and counter, or `null` when absent or malformed (never throws). */
+export function parseOrder(value: string | undefined): { sessao: string; contador: number } | null {
+  if (value === undefined || value.length > 60) return null;
+  const m = ORDER_RE.exec(value);
+  if (!m) return null;
+  const contador = Number(m[2]);
+  return contador <= MAX_ORDER_COUNTER ? { sessao: m[1] as string, contador } : null;
+}

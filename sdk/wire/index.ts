@@ -17,7 +17,7 @@ export {
   headerString,
   parseHeaders,
 } from './wire-format';
-export { DLQ_HEADERS, DLQ_OUTCOME_HEADER, REPROCESS_HEADERS } from './headers';
+export { DLQ_HEADERS, DLQ_OUTCOME_HEADER, ORDER_HEADER, REPROCESS_HEADERS, parseOrder } from './headers';
 export {
   MAX_MESSAGE_BYTES,
   TopicNames,

@@ -16,6 +16,8 @@ const CREATE_TOPICS_PATIENCE_MS = 15_000;
 export class TopicNames {
   readonly eventos: RegExp;
   readonly dlqs: RegExp;
+  /** What every event topic's name starts with (`<ns>.evento.`). */
+  readonly prefixoEventos: string;
 
   constructor(readonly namespace: string) {
     if (!/^[A-Za-z0-9_-]{1,40}$/.test(namespace)) {
@@ -24,12 +26,13 @@ export class TopicNames {
         ['topics.namespace'],
       );
     }
+    this.prefixoEventos = `${namespace}.evento.`;
     this.eventos = new RegExp(`^${namespace}\\.evento\\.`);
     this.dlqs = new RegExp(`^${namespace}\\.dlq\\.`);
   }
 
   evento(tipo: string): string {
-    return `${this.namespace}.evento.${tipo}`;
+    return `${this.prefixoEventos}${tipo}`;
   }
 
   dlq(colonia: string): string {
@@ -46,7 +49,7 @@ export class TopicNames {
 
   /** The event type of an event topic, or `undefined` for any other topic. */
   tipoDe(topic: string): string | undefined {
-    return this.eventos.test(topic) ? topic.slice(`${this.namespace}.evento.`.length) : undefined;
+    return this.eventos.test(topic) ? topic.slice(this.prefixoEventos.length) : undefined;
   }
 
   /** The colony of a DLQ topic, or `undefined`. */

@@ -1,6 +1,7 @@
 import type { IHeaders } from 'kafkajs';
 import type { EventoConsultado } from '../contract';
 import { WireFormatError } from '../errors';
+import { ORDER_HEADER } from './headers';
 
 /**
  * The message format (docs/wire-format.md):
@@ -81,7 +82,7 @@ type Metadata = Pick<
 
 export function buildHeaders(
   meta: Metadata,
-  extra: { traceparent?: string; partitionKey?: string } = {},
+  extra: { traceparent?: string; partitionKey?: string; ordem?: string } = {},
 ): Record<string, string> {
   const h: Record<string, string> = {
     [HEADER.specversion]: SPEC_VERSION,
@@ -96,6 +97,7 @@ export function buildHeaders(
   if (meta.causation_id) h[HEADER.causationId] = meta.causation_id;
   if (extra.partitionKey) h[HEADER.partitionKey] = extra.partitionKey;
   if (extra.traceparent) h[HEADER.traceparent] = extra.traceparent;
+  if (extra.ordem) h[ORDER_HEADER] = extra.ordem;
   return h;
 }
 

@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { Bridge, type OpcoesBridge } from '../../bridge/bridge';
 import { BridgeMetrics } from '../../bridge/metrics';
-import { silentLogger, type EventBus } from '../../sdk';
+import { jsonLogger, silentLogger, type EventBus } from '../../sdk';
 import { registerCleanup, serviceEnv, type TestDatabase } from './index';
 import { spawnTs, type SpawnedProcess } from './spawn';
 
@@ -12,7 +12,7 @@ export async function startTestBridge(
   bus: EventBus,
   db: TestDatabase,
   overrides: Partial<OpcoesBridge> = {},
-): Promise<{ bridge: Bridge; metrics: BridgeMetrics }> {
+): Promise<{ bridge: Bridge; metrics: BridgeMetrics; stop(): Promise<void> }> {
   const pool = new pg.Pool({ connectionString: db.url, max: 3 });
   pool.on('error', () => undefined);
   const metrics = new BridgeMetrics();
@@ -31,16 +31,18 @@ export async function startTestBridge(
     topicRefreshMs: 500,
     maxPayloadBytes: 1024 * 1024,
     dlqMaxTentativas: 3,
-    logger: silentLogger,
+    logger: process.env.FEROMONIOS_TEST_BRIDGE_LOG
+      ? jsonLogger('bridge', 'debug', (l) => process.stderr.write(l + '\n'))
+      : silentLogger,
     metrics,
     ...overrides,
   });
-  registerCleanup(async () => {
-    await bridge.stop();
-    await pool.end();
-  });
+  let stopped: Promise<void> | undefined;
+  /** Stops the bridge and closes its pool; once, however often it is called (file end included). */
+  const stop = () => (stopped ??= bridge.stop().then(() => pool.end()));
+  registerCleanup(stop);
   await bridge.start();
-  return { bridge, metrics };
+  return { bridge, metrics, stop };
 }
 
 /** Rows of core.event_log in sequence order. */

@@ -1,0 +1,227 @@
+/**
+ * The order of one sequencer round (docs/ordering.md): which staged events are written to
+ * `core.event_log` now, in which order, and which wait for their cause. Pure: the sequencer
+ * (bridge/sequencer.ts) reads the round from PostgreSQL and writes what this returns.
+ *
+ * Rules, in priority order:
+ * 1. **Cause before effect.** An event whose `causation_id` names an event neither in the log
+ *    nor written earlier in this round is held — and so is every event caused by a held one —
+ *    until the cause is written or the event has waited `holdMs` since it was staged; then it is
+ *    released (written anyway, reported by the caller).
+ * 2. **Publish order of one producer.** Events of one SDK producer session (`ordem_sessao`)
+ *    are written in its counter order (`ordem_contador`), whatever their topics.
+ * 3. **Publish time.** Everything else by the Kafka record timestamp (`publicado_em`), then
+ *    session, counter, topic, partition and offset, so the result is deterministic.
+ */
+
+/** What the sequencer knows of a staged event (its payload stays in PostgreSQL). */
+export interface StagedRef {
+  event_id: string;
+  causation_id: string | null;
+  /** Kafka record timestamp (the publish time), in milliseconds since the epoch. */
+  publicado_em: number;
+  /** The SDK producer session that published it (`feromonios_ordem` header), if any. */
+  ordem_sessao: string | null;
+  /** Its place in that session's publish order. */
+  ordem_contador: number | null;
+  kafka_topic: string;
+  kafka_partition: number;
+  kafka_offset: string;
+  /** When it was staged (database clock), in milliseconds since the epoch: holds count from here. */
+  recebido_em: number;
+}
+
+export interface RoundContext {
+  /** Which of the round's causes are already in `core.event_log`. */
+  inLog: ReadonlySet<string>;
+  /** The database clock now, in milliseconds since the epoch. */
+  now: number;
+  /** Longest hold of an event whose cause is missing, in milliseconds. */
+  holdMs: number;
+}
+
+export interface HeldEvent {
+  row: StagedRef;
+  /** The cause it waits for (itself held, or not in the log). */
+  cause: string;
+}
+
+export interface RoundOrder {
+  /** To write now, in this order. */
+  write: StagedRef[];
+  /** Waiting for their cause; they stay staged for the next round. */
+  held: HeldEvent[];
+  /** Written (they are in `write`) although their cause is not before them: the hold ran out. */
+  released: HeldEvent[];
+}
+
+/** The round's tie-breaking order (rule 3); also the order `write` starts from. */
+export function compareStaged(a: StagedRef, b: StagedRef): number {
+  return (
+    a.publicado_em - b.publicado_em ||
+    cmp(a.ordem_sessao ?? '', b.ordem_sessao ?? '') ||
+    (a.ordem_contador ?? 0) - (b.ordem_contador ?? 0) ||
+    cmp(a.kafka_topic, b.kafka_topic) ||
+    a.kafka_partition - b.kafka_partition ||
+    cmpOffset(a.kafka_offset, b.kafka_offset) ||
+    cmp(a.event_id, b.event_id)
+  );
+}
+
+export function orderRound(rows: readonly StagedRef[], ctx: RoundContext): RoundOrder {
+  const sorted = [...rows].sort(compareStaged);
+  const index = new Map<string, number>();
+  sorted.forEach((r, i) => {
+    if (!index.has(r.event_id)) index.set(r.event_id, i);
+  });
+
+  // 1. holds: walk up each causation chain (iteratively: a forged chain may be long); a cycle
+  // (forged ids) counts as a missing cause
+  const state = new Array<'free' | 'held' | 'released' | 'visiting' | undefined>(sorted.length);
+  const causeIndex = new Array<number | undefined>(sorted.length);
+  const held: HeldEvent[] = [];
+  const released: HeldEvent[] = [];
+  const ownCauseFree = (r: StagedRef): boolean =>
+    r.causation_id === null || r.causation_id === r.event_id || ctx.inLog.has(r.causation_id);
+  for (let start = 0; start < sorted.length; start++) {
+    if (state[start] !== undefined) continue;
+    const path: number[] = [];
+    let causeHeld = false; // whether the cause of path's last element is held
+    for (let j = start; ;) {
+      const r = sorted[j] as StagedRef;
+      if (ownCauseFree(r)) {
+        state[j] = 'free';
+        break;
+      }
+      path.push(j);
+      state[j] = 'visiting';
+      const ci = index.get(r.causation_id as string);
+      const s = ci === undefined ? undefined : state[ci];
+      if (ci === undefined || ci === j || s === 'visiting') {
+        causeHeld = true;
+        break;
+      }
+      if (s !== undefined) {
+        causeHeld = s === 'held';
+        break;
+      }
+      j = ci;
+    }
+    for (let k = path.length - 1; k >= 0; k--) {
+      const i = path[k] as number;
+      const r = sorted[i] as StagedRef;
+      const cause = r.causation_id as string;
+      if (!causeHeld) {
+        causeIndex[i] = index.get(cause); // written in this round: before its effect
+        state[i] = 'free';
+      } else if (ctx.now - r.recebido_em >= ctx.holdMs) {
+        released.push({ row: r, cause });
+        state[i] = 'released';
+      } else {
+        held.push({ row: r, cause });
+        state[i] = 'held';
+      }
+      causeHeld = state[i] === 'held';
+    }
+  }
+
+  // 2. edges among what is written: cause → effect, and each session's counter order
+  const writable = sorted.map((_, i) => i).filter((i) => state[i] !== 'held');
+  const next: Array<Array<{ to: number; causal: boolean }>> = sorted.map(() => []);
+  const causes = new Array<number>(sorted.length).fill(0); // unmet causal edges
+  const preceding = new Array<number>(sorted.length).fill(0); // unmet session edges
+  const edge = (from: number, to: number, causal: boolean) => {
+    (next[from] as Array<{ to: number; causal: boolean }>).push({ to, causal });
+    if (causal) causes[to] = (causes[to] as number) + 1;
+    else preceding[to] = (preceding[to] as number) + 1;
+  };
+  for (const i of writable) {
+    const ci = causeIndex[i];
+    if (ci !== undefined && state[ci] !== 'held') edge(ci, i, true);
+  }
+  const sessions = new Map<string, number[]>();
+  for (const i of writable) {
+    const r = sorted[i] as StagedRef;
+    if (r.ordem_sessao === null || r.ordem_contador === null) continue;
+    const list = sessions.get(r.ordem_sessao) ?? [];
+    list.push(i);
+    sessions.set(r.ordem_sessao, list);
+  }
+  for (const list of sessions.values()) {
+    list.sort(
+      (a, b) => ((sorted[a] as StagedRef).ordem_contador ?? 0) - ((sorted[b] as StagedRef).ordem_contador ?? 0),
+    );
+    for (let k = 1; k < list.length; k++) edge(list[k - 1] as number, list[k] as number, false);
+  }
+
+  // 3. Kahn's algorithm, always taking the earliest ready event in rule-3 order. Causal edges
+  // form no cycle (cycles are held above); a session order contradicting a causation (forged
+  // ids: a producer's event caused by one it published later) yields to the causation.
+  const heap = new MinHeap();
+  const queued = new Set<number>();
+  const enqueue = (i: number) => {
+    if (!queued.has(i)) {
+      queued.add(i);
+      heap.push(i);
+    }
+  };
+  for (const i of writable) if (causes[i] === 0 && preceding[i] === 0) enqueue(i);
+  const out: number[] = [];
+  while (out.length < writable.length) {
+    if (heap.size === 0) {
+      const unblocked = writable.find((i) => !queued.has(i) && causes[i] === 0);
+      enqueue(unblocked as number);
+    }
+    const i = heap.pop();
+    out.push(i);
+    for (const { to, causal } of next[i] as Array<{ to: number; causal: boolean }>) {
+      if (causal) causes[to] = (causes[to] as number) - 1;
+      else preceding[to] = (preceding[to] as number) - 1;
+      if (causes[to] === 0 && preceding[to] === 0) enqueue(to);
+    }
+  }
+
+  return { write: out.map((i) => sorted[i] as StagedRef), held, released };
+}
+
+const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+const cmpOffset = (a: string, b: string): number => a.length - b.length || cmp(a, b);
+
+/** A binary min-heap of indices (smaller index = earlier in rule-3 order). */
+class MinHeap {
+  private readonly a: number[] = [];
+  get size(): number {
+    return this.a.length;
+  }
+  push(v: number): void {
+    const a = this.a;
+    a.push(v);
+    let i = a.length - 1;
+    while (i > 0) {
+      const p = (i - 1) >> 1;
+      if ((a[p] as number) <= v) break;
+      a[i] = a[p] as number;
+      i = p;
+    }
+    a[i] = v;
+  }
+  pop(): number {
+    const a = this.a;
+    const top = a[0] as number;
+    const last = a.pop() as number;
+    if (a.length > 0) {
+      let i = 0;
+      for (;;) {
+        const l = 2 * i + 1;
+        if (l >= a.length) break;
+        const r = l + 1;
+        const c = r < a.length && (a[r] as number) < (a[l] as number) ? r : l;
+        if ((a[c] as number) >= last) break;
+        a[i] = a[c] as number;
+        i = c;
+      }
+      a[i] = last;
+    }
+    return top;
+  }
+}

@@ -1,0 +1,200 @@
+import fc from 'fast-check';
+import { compareStaged, orderRound, type StagedRef } from './causal-order';
+
+const NOW = 1_000_000;
+const HOLD = 30_000;
+
+let n = 0;
+function ref(over: Partial<StagedRef> = {}): StagedRef {
+  n++;
+  return {
+    event_id: `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`,
+    causation_id: null,
+    publicado_em: NOW - 1000 + n,
+    ordem_sessao: null,
+    ordem_contador: null,
+    kafka_topic: 't',
+    kafka_partition: 0,
+    kafka_offset: String(n),
+    recebido_em: NOW - 100,
+    ...over,
+  };
+}
+const ids = (rows: StagedRef[]) => rows.map((r) => r.event_id);
+
+describe('orderRound', () => {
+  it('puts a cause before its effect even when the effect was published earlier (clock skew)', () => {
+    const cause = ref({ publicado_em: NOW - 10, kafka_topic: 'a' });
+    const effect = ref({ publicado_em: NOW - 500, kafka_topic: 'b', causation_id: cause.event_id });
+    const unrelated = ref({ publicado_em: NOW - 400, kafka_topic: 'c' });
+    const r = orderRound([effect, unrelated, cause], { inLog: new Set(), now: NOW, holdMs: HOLD });
+    expect(ids(r.write)).toEqual([unrelated.event_id, cause.event_id, effect.event_id]);
+    expect(r.held).toEqual([]);
+    expect(r.released).toEqual([]);
+  });
+
+  it('writes an effect whose cause is already in the log at once, and holds one whose cause is nowhere', () => {
+    const old = 'aaaaaaaa-0000-4000-8000-000000000000';
+    const missing = 'bbbbbbbb-0000-4000-8000-000000000000';
+    const a = ref({ causation_id: old });
+    const b = ref({ causation_id: missing });
+    const c = ref({ causation_id: b.event_id }); // caused by a held event: held too
+    const d = ref();
+    const r = orderRound([a, b, c, d], { inLog: new Set([old]), now: NOW, holdMs: HOLD });
+    expect(ids(r.write)).toEqual([a.event_id, d.event_id]);
+    expect(r.held.map((h) => [h.row.event_id, h.cause])).toEqual([
+      [b.event_id, missing],
+      [c.event_id, b.event_id],
+    ]);
+  });
+
+  it('releases an event whose hold ran out, and then its effects follow it in the same round', () => {
+    const missing = 'bbbbbbbb-0000-4000-8000-000000000000';
+    const b = ref({ causation_id: missing, recebido_em: NOW - HOLD });
+    const c = ref({ causation_id: b.event_id, recebido_em: NOW - 5 });
+    const r = orderRound([c, b], { inLog: new Set(), now: NOW, holdMs: HOLD });
+    expect(ids(r.write)).toEqual([b.event_id, c.event_id]);
+    expect(r.released.map((h) => [h.row.event_id, h.cause])).toEqual([[b.event_id, missing]]);
+    expect(r.held).toEqual([]);
+  });
+
+  it("keeps one producer session's counter order across topics, whatever the timestamps say", () => {
+    const s = '11111111-0000-4000-8000-000000000000';
+    const first = ref({ ordem_sessao: s, ordem_contador: 1, publicado_em: NOW, kafka_topic: 'z' });
+    const second = ref({ ordem_sessao: s, ordem_contador: 2, publicado_em: NOW, kafka_topic: 'a' });
+    const third = ref({ ordem_sessao: s, ordem_contador: 3, publicado_em: NOW - 1, kafka_topic: 'm' });
+    const r = orderRound([third, second, first], { inLog: new Set(), now: NOW, holdMs: HOLD });
+    expect(ids(r.write)).toEqual([first.event_id, second.event_id, third.event_id]);
+  });
+
+  it('does not let a held event hold back the later events of its producer', () => {
+    const s = '11111111-0000-4000-8000-000000000000';
+    const heldOne = ref({ ordem_sessao: s, ordem_contador: 1, causation_id: 'cccccccc-0000-4000-8000-000000000000' });
+    const later = ref({ ordem_sessao: s, ordem_contador: 2 });
+    const r = orderRound([heldOne, later], { inLog: new Set(), now: NOW, holdMs: HOLD });
+    expect(ids(r.write)).toEqual([later.event_id]);
+    expect(ids(r.held.map((h) => h.row))).toEqual([heldOne.event_id]);
+  });
+
+  it('treats a self-cause as no cause and a causation cycle as a missing cause', () => {
+    const self = ref();
+    self.causation_id = self.event_id;
+    const x = ref();
+    const y = ref({ causation_id: x.event_id });
+    x.causation_id = y.event_id;
+    const r = orderRound([self, x, y], { inLog: new Set(), now: NOW, holdMs: HOLD });
+    expect(ids(r.write)).toEqual([self.event_id]);
+    expect(ids(r.held.map((h) => h.row)).sort()).toEqual([x.event_id, y.event_id].sort());
+    const later = orderRound([self, x, y], { inLog: new Set(), now: NOW + HOLD, holdMs: HOLD });
+    // past the hold one member of the cycle is released and the other follows it as its effect
+    expect(later.write).toHaveLength(3);
+    expect(later.released).toHaveLength(1);
+    const w = ids(later.write);
+    const releasedId = (later.released[0] as { row: StagedRef }).row.event_id;
+    expect(w.indexOf(releasedId)).toBeLessThan(w.indexOf(releasedId === x.event_id ? y.event_id : x.event_id));
+  });
+
+  it('walks a 200,000-event causation chain without exhausting the stack', () => {
+    const chain: StagedRef[] = [ref()];
+    for (let i = 1; i < 200_000; i++)
+      chain.push(ref({ causation_id: (chain[i - 1] as StagedRef).event_id, publicado_em: NOW - i }));
+    const r = orderRound(chain, { inLog: new Set(), now: NOW, holdMs: HOLD });
+    expect(ids(r.write)).toEqual(ids(chain));
+  });
+});
+
+describe('orderRound, property-based', () => {
+  // a round of up to 40 events over 3 sessions, with causes drawn among themselves, the log,
+  // and nowhere; random clocks, topics, partitions and staging times
+  const round = fc
+    .array(
+      fc.record({
+        ts: fc.integer({ min: 0, max: 50 }),
+        session: fc.option(fc.constantFrom('s1', 's2', 's3'), { nil: null }),
+        topic: fc.constantFrom('a', 'b', 'c'),
+        partition: fc.integer({ min: 0, max: 2 }),
+        cause: fc.option(fc.oneof(fc.integer({ min: 0, max: 39 }), fc.constantFrom('log', 'nowhere')), { nil: null }),
+        age: fc.integer({ min: 0, max: 2 * HOLD }),
+      }),
+      { maxLength: 40 },
+    )
+    .map((specs) => {
+      const counters = new Map<string, number>();
+      const rows = specs.map((s, i) => {
+        const c = s.session === null ? null : (counters.get(s.session) ?? 0) + 1;
+        if (s.session !== null) counters.set(s.session, c as number);
+        return {
+          event_id: `e${i}`,
+          causation_id: null as string | null,
+          publicado_em: s.ts,
+          ordem_sessao: s.session,
+          ordem_contador: c,
+          kafka_topic: s.topic,
+          kafka_partition: s.partition,
+          kafka_offset: String(i),
+          recebido_em: NOW - s.age,
+        };
+      });
+      specs.forEach((s, i) => {
+        const r = rows[i] as StagedRef;
+        if (s.cause === 'log') r.causation_id = 'in-log';
+        else if (s.cause === 'nowhere') r.causation_id = 'nowhere';
+        else if (s.cause !== null && s.cause < rows.length) r.causation_id = `e${s.cause}`;
+      });
+      return rows;
+    });
+
+  it('writes or holds every event exactly once; every written effect follows its cause or is released', () => {
+    fc.assert(
+      fc.property(round, (rows) => {
+        const r = orderRound(rows, { inLog: new Set(['in-log']), now: NOW, holdMs: HOLD });
+        const written = ids(r.write);
+        expect([...written, ...ids(r.held.map((h) => h.row))].sort()).toEqual(ids(rows).sort());
+        const released = new Set(ids(r.released.map((h) => h.row)));
+        for (const e of released) expect(written).toContain(e);
+        const at = new Map(written.map((id, i) => [id, i]));
+        for (const row of r.write) {
+          const c = row.causation_id;
+          if (c === null || c === row.event_id || c === 'in-log' || released.has(row.event_id)) continue;
+          // the cause is in this round and written before its effect
+          expect(at.get(c)).toBeLessThan(at.get(row.event_id) as number);
+        }
+        // a held event is young enough to wait
+        for (const h of r.held) expect(NOW - h.row.recebido_em).toBeLessThan(HOLD);
+      }),
+    );
+  });
+
+  it("keeps each session's counter order among written events, unless a cause forces otherwise", () => {
+    fc.assert(
+      fc.property(round, (rows) => {
+        const noCauses = rows.map((x) => ({ ...x, causation_id: null }));
+        const r = orderRound(noCauses, { inLog: new Set(), now: NOW, holdMs: HOLD });
+        const last = new Map<string, number>();
+        for (const row of r.write) {
+          if (row.ordem_sessao === null) continue;
+          expect(row.ordem_contador as number).toBeGreaterThan(last.get(row.ordem_sessao) ?? 0);
+          last.set(row.ordem_sessao, row.ordem_contador as number);
+        }
+      }),
+    );
+  });
+
+  it('without causes or sessions, is exactly the publish-time order', () => {
+    fc.assert(
+      fc.property(round, (rows) => {
+        const plain = rows.map((x) => ({ ...x, causation_id: null, ordem_sessao: null, ordem_contador: null }));
+        const r = orderRound(plain, { inLog: new Set(), now: NOW, holdMs: HOLD });
+        expect(r.write).toEqual([...plain].sort(compareStaged));
+      }),
+    );
+  });
+
+  it('holds nothing when the hold is 0', () => {
+    fc.assert(
+      fc.property(round, (rows) => {
+        expect(orderRound(rows, { inLog: new Set(), now: NOW, holdMs: 0 }).held).toEqual([]);
+      }),
+    );
+  });
+});

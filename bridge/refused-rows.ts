@@ -1,0 +1,33 @@
+import { isRetriable } from '../sdk';
+
+/** SQLSTATE classes of a row PostgreSQL refuses for its content (data exception, integrity, limits). */
+const REFUSED_ROW_SQLSTATE = /^(22|23|54)/;
+
+/** The SQLSTATE of a PostgreSQL error, if it has a well-formed one. */
+export const sqlstateOf = (err: unknown): string | undefined => {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) ? code : undefined;
+};
+
+/**
+ * The SQLSTATE when `err` is PostgreSQL refusing a row for its content (retrying cannot help:
+ * the row is isolated and quarantined), else `undefined` (an outage: retry).
+ */
+export function refusalOf(err: unknown): string | undefined {
+  const state = sqlstateOf(err);
+  return !isRetriable(err) && state && REFUSED_ROW_SQLSTATE.test(state) ? state : undefined;
+}
+
+/**
+ * `fn`'s result, or `{ refused: SQLSTATE }` when PostgreSQL refuses the row for its content (a
+ * data, integrity or limit error): the caller quarantines the record instead of retrying it.
+ */
+export async function refusable<T>(fn: () => Promise<T>): Promise<T | { refused: string }> {
+  try {
+    return await fn();
+  } catch (err) {
+    const refused = refusalOf(err);
+    if (refused) return { refused };
+    throw err;
+  }
+}

@@ -1,0 +1,362 @@
+import type { Admin } from 'kafkajs';
+import type pg from 'pg';
+import type { Logger } from '../sdk';
+import { backoffDelay, sleep } from '../sdk/service';
+import { orderRound, type StagedRef } from './causal-order';
+import { moveToEventLog, STAGING_CHANNEL, type WriteResult } from './event-log-writer';
+import { refusalOf } from './refused-rows';
+import type { BridgeMetrics } from './metrics';
+
+export interface OpcoesSequencer {
+  pool: pg.Pool;
+  /** The bridge's admin client (high watermarks, committed offsets, topic list). */
+  admin: () => Admin | undefined;
+  /** The events lane's consumer group: its committed offsets say how far each partition is staged. */
+  groupId: string;
+  /** Event topics (`TopicNames.eventos`). */
+  pattern: RegExp;
+  /**
+   * What the event topics' names start with (`TopicNames.prefixoEventos`): one sequencer per
+   * namespace, and it orders only that namespace's staged events.
+   */
+  topicPrefix: string;
+  /** Longest hold of an event whose cause is not in the log, in milliseconds (default 30 s). */
+  causalHoldMs: number;
+  /** A partition with unstaged records and no progress this long is not waited for, in milliseconds. */
+  maxIdleMs: number;
+  /** Most events ordered per round. */
+  roundLimit: number;
+  /** Most events per `core.event_log` transaction. */
+  batchSize: number;
+  /** How often staging is looked at without a signal, in milliseconds. */
+  pollMs: number;
+  commitJitterMs?: number;
+  /** A staged event PostgreSQL refuses to write to the log: quarantine it (it is then dropped from staging). */
+  onRefused(row: StagedRef, sqlstate: string): Promise<void>;
+  logger: Logger;
+  metrics: BridgeMetrics;
+}
+
+/** Session advisory lock (keyed `hashtext(<this>:<topic prefix>)`) held by the one active sequencer of a namespace. */
+export const SEQUENCER_LOCK_NAME = 'feromonios-sequencer';
+
+type Snapshot = Array<{ topic: string; partition: number; high: bigint }>;
+
+/**
+ * Moves staged events into `core.event_log` in causal and publish order (docs/ordering.md).
+ * Every bridge instance runs one; the one holding the namespace's advisory lock works, the others stand
+ * by and take over within `pollMs` of its connection closing.
+ *
+ * A round is a barrier, as stream processors merge inputs: it snapshots every event
+ * partition's high watermark, waits until the bridge has staged each partition up to it
+ * (committed offsets; a partition making no progress for `maxIdleMs` is not waited for), then
+ * orders everything staged below the snapshot (bridge/causal-order.ts) and writes it. An event
+ * acknowledged before another was sent is below any snapshot the later one is below, so the
+ * two always meet in one round (or the earlier one in an earlier round).
+ */
+export class Sequencer {
+  private stopping = false;
+  private loop: Promise<void> | undefined;
+  private client: pg.PoolClient | undefined;
+  private wakeUp: (() => void) | undefined;
+  private signalled = false;
+  /** Partitions given up on: not waited for until their committed offset moves. */
+  private readonly idle = new Map<string, bigint>();
+  private failures = 0;
+
+  constructor(private readonly o: OpcoesSequencer) {}
+
+  start(): void {
+    this.loop ??= this.run();
+  }
+
+  async stop(): Promise<void> {
+    this.stopping = true;
+    this.wake();
+    await this.loop;
+    this.releaseLeadership();
+  }
+
+  /** Whether this instance is the active sequencer. */
+  get leader(): boolean {
+    return this.client !== undefined;
+  }
+
+  /** Something was staged: start a round soon. */
+  wake(): void {
+    this.signalled = true;
+    this.wakeUp?.();
+  }
+
+  private async run(): Promise<void> {
+    while (!this.stopping) {
+      try {
+        if (!this.client && !(await this.acquireLeadership())) {
+          await this.pause(Math.max(this.o.pollMs, 1000));
+          continue;
+        }
+        const wrote = await this.round();
+        this.failures = 0;
+        if (!wrote) await this.pause(this.o.pollMs);
+      } catch (err) {
+        if (this.stopping) break;
+        this.failures++;
+        const delay = backoffDelay(this.failures, { initialMs: 200, maxMs: 5000 });
+        this.o.logger.warn('sequencer round failed, retrying', { error: (err as Error).message, delay_ms: delay });
+        this.releaseLeadership(); // the connection may be the broken part: take the lock anew
+        await sleep(delay);
+      }
+    }
+  }
+
+  private async acquireLeadership(): Promise<boolean> {
+    const client = await this.o.pool.connect();
+    try {
+      const { rows } = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock(hashtext($1)) AS ok', [
+        `${SEQUENCER_LOCK_NAME}:${this.o.topicPrefix}`,
+      ]);
+      if (!rows[0]?.ok) {
+        client.release();
+        return false;
+      }
+      client.on('error', () => this.releaseLeadership());
+      client.on('notification', () => this.wake());
+      await client.query(`LISTEN ${STAGING_CHANNEL}`);
+      this.client = client;
+      this.o.metrics.sequencerLeader.set(1);
+      this.o.logger.info('sequencer active');
+      return true;
+    } catch (err) {
+      client.release(true);
+      throw err;
+    }
+  }
+
+  private releaseLeadership(): void {
+    const client = this.client;
+    if (!client) return;
+    this.client = undefined;
+    this.o.metrics.sequencerLeader.set(0);
+    client.removeAllListeners('notification');
+    // destroying the connection ends the session: the lock is released and LISTEN forgotten
+    client.release(true);
+  }
+
+  /** Waits `ms` or until woken (a staging signal, or stop). */
+  private async pause(ms: number): Promise<void> {
+    if (this.signalled || this.stopping) {
+      this.signalled = false;
+      return;
+    }
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(done, ms);
+      function done() {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.wakeUp = done;
+    });
+    this.wakeUp = undefined;
+    this.signalled = false;
+  }
+
+  /** One round; whether it wrote anything. */
+  private async round(): Promise<boolean> {
+    const { rows: depth } = await this.o.pool.query<{ n: string }>(
+      `SELECT count(*)::text AS n
+         FROM (SELECT 1 FROM core.event_staging WHERE starts_with(kafka_topic, $1) LIMIT 100000) s`,
+      [this.o.topicPrefix],
+    );
+    const staged = Number(depth[0]?.n ?? 0);
+    this.o.metrics.stagingDepth.set(staged);
+    if (staged === 0) {
+      this.o.metrics.causalHeld.set(0);
+      return false;
+    }
+    const started = process.hrtime.bigint();
+    const snapshot = await this.snapshot();
+    await this.waitForStaging(snapshot);
+    if (this.stopping) return false;
+    const refs = await this.readRound(snapshot);
+    const causes = [...new Set(refs.map((r) => r.causation_id).filter((c): c is string => c !== null))];
+    const inLog = new Set(
+      causes.length === 0
+        ? []
+        : (
+            await this.o.pool.query<{ event_id: string }>(
+              'SELECT event_id::text FROM core.event_log WHERE event_id = ANY($1::uuid[])',
+              [causes],
+            )
+          ).rows.map((r) => r.event_id),
+    );
+    const { rows: clock } = await this.o.pool.query<{ now: number }>(
+      'SELECT (extract(epoch FROM clock_timestamp()) * 1000)::float8 AS now',
+    );
+    const order = orderRound(refs, { inLog, now: Number(clock[0]?.now), holdMs: this.o.causalHoldMs });
+    for (const r of order.released) {
+      this.o.metrics.causalHoldExpired.inc();
+      this.o.logger.warn('cause did not reach the log in time: effect written without it', {
+        event_id: r.row.event_id,
+        causation_id: r.cause,
+        hold_ms: this.o.causalHoldMs,
+      });
+    }
+    this.o.metrics.causalHeld.set(order.held.length);
+    for (let i = 0; i < order.write.length; i += this.o.batchSize) {
+      if (this.stopping && i > 0) break; // what is left stays staged for the next leader
+      const chunk = order.write.slice(i, i + this.o.batchSize);
+      const t0 = process.hrtime.bigint();
+      const result = await this.move(chunk);
+      this.o.metrics.insertDuration.observe(Number(process.hrtime.bigint() - t0) / 1e9);
+      this.o.metrics.batchSize.observe(result.inserted.length);
+      this.o.metrics.duplicates.inc(result.duplicates.length);
+      for (const r of result.inserted) this.o.metrics.inserted.inc({ tipo: r.tipo });
+      const last = result.inserted.at(-1);
+      if (last) this.o.metrics.highestSequence.set(Number(last.sequence_number));
+      this.o.logger.debug('batch written', { inserted: result.inserted.length, duplicates: result.duplicates.length });
+    }
+    this.o.metrics.rounds.observe(Number(process.hrtime.bigint() - started) / 1e9);
+    return order.write.length > 0;
+  }
+
+  /**
+   * Writes a chunk in one transaction; if PostgreSQL refuses it for a row's content, the rows
+   * are written one by one in the same order and each refused one is quarantined and dropped
+   * from staging, so it cannot block the log.
+   */
+  private async move(chunk: StagedRef[]): Promise<WriteResult> {
+    try {
+      return await moveToEventLog(
+        this.o.pool,
+        chunk.map((r) => r.event_id),
+        this.o.commitJitterMs,
+      );
+    } catch (err) {
+      if (!refusalOf(err)) throw err;
+    }
+    const result: WriteResult = { inserted: [], duplicates: [] };
+    for (const row of chunk) {
+      try {
+        const one = await moveToEventLog(this.o.pool, [row.event_id], this.o.commitJitterMs);
+        result.inserted.push(...one.inserted);
+        result.duplicates.push(...one.duplicates);
+      } catch (err) {
+        const state = refusalOf(err);
+        if (!state) throw err;
+        await this.o.onRefused(row, state);
+        await this.o.pool.query('DELETE FROM core.event_staging WHERE event_id = $1', [row.event_id]);
+      }
+    }
+    return result;
+  }
+
+  /** Every event partition's high watermark, now. */
+  private async snapshot(): Promise<Snapshot> {
+    const admin = this.admin();
+    const topics = (await admin.listTopics()).filter((t) => this.o.pattern.test(t));
+    const offsets = await Promise.all(
+      topics.map(async (topic) => (await admin.fetchTopicOffsets(topic)).map((p) => ({ topic, ...p }))),
+    );
+    return offsets.flat().map((p) => ({ topic: p.topic, partition: p.partition, high: BigInt(p.high) }));
+  }
+
+  /**
+   * Until every partition of the snapshot is staged up to its high watermark (the events
+   * lane's committed offset), except partitions that make no progress for `maxIdleMs`: those
+   * are counted, logged, and not waited for again until their committed offset moves.
+   */
+  private async waitForStaging(snapshot: Snapshot): Promise<void> {
+    const key = (t: string, p: number) => `${t}\u0000${p}`;
+    const lastMove = new Map<string, { offset: bigint; at: number }>();
+    for (let first = true; !this.stopping; first = false) {
+      const committed = await this.committedOffsets([...new Set(snapshot.map((s) => s.topic))]);
+      const now = Date.now();
+      const lagging = snapshot.filter((s) => {
+        const k = key(s.topic, s.partition);
+        const c = committed.get(k) ?? -1n;
+        const idleAt = this.idle.get(k);
+        if (idleAt !== undefined) {
+          if (c === idleAt) return false; // given up on, and still not moving
+          this.idle.delete(k);
+        }
+        return s.high > 0n && c < s.high;
+      });
+      if (lagging.length === 0) return;
+      for (const s of lagging) {
+        const k = key(s.topic, s.partition);
+        const c = committed.get(k) ?? -1n;
+        const seen = lastMove.get(k);
+        if (!seen || seen.offset !== c) lastMove.set(k, { offset: c, at: now });
+        else if (now - seen.at >= this.o.maxIdleMs) {
+          this.idle.set(k, c);
+          this.o.metrics.idlePartitions.inc();
+          this.o.logger.warn('partition not staged in time: ordering goes on without waiting for it', {
+            topic: s.topic,
+            partition: s.partition,
+            committed: c.toString(),
+            high: s.high.toString(),
+            idle_ms: this.o.maxIdleMs,
+          });
+        }
+      }
+      if (!first) await sleep(25);
+      else await sleep(5);
+    }
+  }
+
+  /** The events lane's committed offsets (`-1` when none), per topic and partition. */
+  private async committedOffsets(topics: string[]): Promise<Map<string, bigint>> {
+    const out = new Map<string, bigint>();
+    if (topics.length === 0) return out;
+    const groups = await this.admin().fetchOffsets({ groupId: this.o.groupId, topics });
+    for (const t of groups)
+      for (const p of t.partitions)
+        out.set(`${t.topic}\u0000${p.partition}`, /^\d+$/.test(p.offset) ? BigInt(p.offset) : -1n);
+    return out;
+  }
+
+  /** The staged events below the snapshot (and of partitions it does not know), earliest first. */
+  private async readRound(snapshot: Snapshot): Promise<StagedRef[]> {
+    const { rows } = await this.o.pool.query<{
+      event_id: string;
+      causation_id: string | null;
+      publicado_em: number;
+      ordem_sessao: string | null;
+      ordem_contador: string | null;
+      kafka_topic: string;
+      kafka_partition: number;
+      kafka_offset: string;
+      recebido_em: number;
+    }>(
+      `SELECT s.event_id::text, s.causation_id::text,
+              (extract(epoch FROM s.publicado_em) * 1000)::float8 AS publicado_em,
+              s.ordem_sessao::text, s.ordem_contador::text, s.kafka_topic, s.kafka_partition,
+              s.kafka_offset::text, (extract(epoch FROM s.recebido_em) * 1000)::float8 AS recebido_em
+         FROM core.event_staging s
+         LEFT JOIN unnest($1::text[], $2::int[], $3::bigint[]) AS h(t, p, hw)
+                ON h.t = s.kafka_topic AND h.p = s.kafka_partition
+        WHERE starts_with(s.kafka_topic, $5) AND (h.hw IS NULL OR s.kafka_offset < h.hw)
+        ORDER BY s.publicado_em, s.ordem_sessao, s.ordem_contador, s.kafka_topic, s.kafka_partition, s.kafka_offset
+        LIMIT $4`,
+      [
+        snapshot.map((s) => s.topic),
+        snapshot.map((s) => s.partition),
+        snapshot.map((s) => s.high.toString()),
+        this.o.roundLimit,
+        this.o.topicPrefix,
+      ],
+    );
+    return rows.map((r) => ({
+      ...r,
+      publicado_em: Number(r.publicado_em),
+      recebido_em: Number(r.recebido_em),
+      ordem_contador: r.ordem_contador === null ? null : Number(r.ordem_contador),
+    }));
+  }
+
+  private admin(): Admin {
+    const admin = this.o.admin();
+    if (!admin) throw new Error('the bridge has no admin client yet');
+    return admin;
+  }
+}
