@@ -101,10 +101,17 @@ async function main(): Promise<void> {
   const correlacao_id = randomUUID();
   const flow = ['demanda.recebida', 'demanda.normalizada', 'demanda.categorizada'] as const;
   const origem = { 'demanda.recebida': 'D-1a', 'demanda.normalizada': 'D-1b', 'demanda.categorizada': 'D-3' };
-  const published = [];
+  // each step caused by the previous one; the bridge writes them in that order (docs/ordering.md)
+  const published: Array<{ event_id: string }> = [];
   for (const tipo of flow)
     published.push(
-      await bus.publicar({ tipo, origem: origem[tipo], correlacao_id, payload: { ...SAMPLE_PAYLOADS[tipo] } }),
+      await bus.publicar({
+        tipo,
+        origem: origem[tipo],
+        correlacao_id,
+        causation_id: published.at(-1)?.event_id,
+        payload: { ...SAMPLE_PAYLOADS[tipo] },
+      }),
     );
   log(`demo colony published ${published.length} events of flow ${correlacao_id}`);
   await bridge.start();

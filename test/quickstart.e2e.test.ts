@@ -31,7 +31,7 @@ describe('README quick start (npm start)', () => {
     expect(res.stdout).toMatch(/subscriber D-4 handled demanda\.recebida/);
     expect(res.stdout).toMatch(/subscriber D-4 handled demanda\.categorizada/);
     expect(res.stdout).toMatch(
-      /audit API on http:\/\/127\.0\.0\.1:\d+: trace of the demo flow answered 200 with 3 events/,
+      /audit API on http:\/\/127\.0\.0\.1:\d+: trace of the demo flow answered 200 with 3 events \(#\d+ demanda\.recebida, #\d+ demanda\.normalizada, #\d+ demanda\.categorizada\)/,
     );
     expect(res.stdout).toMatch(
       /curl -H "Authorization: Bearer eyJ[\w.-]+" http:\/\/127\.0\.0\.1:\d+\/api\/events\/trace\//,

@@ -33,6 +33,38 @@ describe('inscrever over the real broker', () => {
     expect(received[0]?.payload).toEqual(SAMPLE_PAYLOADS['demanda.recebida']); // full, not redacted
   });
 
+  it('what a handler publishes is caused by the handled event, in its flow, and continues its trace (issue #14)', async () => {
+    const bus = await createTestBus();
+    const effects: EventoConsultado[] = [];
+    bus.inscrever('demanda.recebida', 'D-1b', async () => {
+      effects.push(
+        await bus.publicar({
+          tipo: 'demanda.normalizada',
+          origem: 'D-1b',
+          payload: { ...SAMPLE_PAYLOADS['demanda.normalizada'] },
+        }),
+      );
+    });
+    await bus.inscricoesProntas();
+    const cause = await bus.publicar({
+      tipo: 'demanda.recebida',
+      origem: 'D-1a',
+      payload: { ...SAMPLE_PAYLOADS['demanda.recebida'] },
+    });
+    await waitFor(() => effects.length === 1);
+    expect(effects[0]).toMatchObject({ correlacao_id: cause.correlacao_id, causation_id: cause.event_id });
+    const traceOf = async (topic: string, id: string) => {
+      const m = (await readTopic(topic, 1)).find((x) => x.headers?.ce_id?.toString() === id);
+      return /^00-([0-9a-f]{32})-([0-9a-f]{16})-/.exec(m?.headers?.traceparent?.toString() ?? '')?.slice(1);
+    };
+    const [causeTrace, causeSpan] = (await traceOf(bus.topics.evento('demanda.recebida'), cause.event_id)) ?? [];
+    const [effectTrace, effectSpan] =
+      (await traceOf(bus.topics.evento('demanda.normalizada'), effects[0]!.event_id)) ?? [];
+    expect(causeTrace).toMatch(/^[0-9a-f]{32}$/);
+    expect(effectTrace).toBe(causeTrace); // one trace for the flow, without any OpenTelemetry setup
+    expect(effectSpan).not.toBe(causeSpan); // a span of its own
+  });
+
   it('T10/T11: a failing handler is retried, then dead-lettered with its context; the other handlers run normally', async () => {
     const bus = await createTestBus();
     const attempts: number[] = [];

@@ -433,6 +433,12 @@ describe('confirmed publishing and idempotent re-publish (seed 3.4, 8.2)', () =>
       async () => (await groupLag(`${bus.topics.namespace}.colonia.D-9`, bus.topics.evento('demanda.recebida'))) === 0,
     );
     expect(runs).toEqual([dto.event_id]);
+    // the bridge read both copies, and nothing of the event is left staged: one row in the log
+    await waitFor(
+      async () =>
+        (await groupLag(`${bus.topics.namespace}-bridge`, bus.topics.evento('demanda.recebida'))) === 0 &&
+        (await count(db, 'SELECT count(*) AS n FROM core.event_staging WHERE event_id = $1', [dto.event_id])) === 0,
+    );
     expect(await count(db, 'SELECT count(*) AS n FROM core.event_log WHERE event_id = $1', [dto.event_id])).toBe(1);
   });
 

@@ -1,4 +1,5 @@
 import fc from 'fast-check';
+import { randomUUID } from 'node:crypto';
 import { InMemoryEventBus, SAMPLE_PAYLOADS } from '.';
 import type { Barramento, ConsultarEventosDto, EventoConsultado } from '..';
 
@@ -173,6 +174,62 @@ describe('InMemoryEventBus reads, given hostile filters', () => {
       ),
       { numRuns: 300 },
     );
+    await bus.encerrar();
+  });
+});
+
+describe('causation filled inside handlers (docs/ordering.md, issue #14)', () => {
+  it('an event published by a handler takes correlacao_id and causation_id from the handled event, at any depth, from timers too, unless given', async () => {
+    const bus = new InMemoryEventBus();
+    const effects: EventoConsultado[] = [];
+    const given = randomUUID();
+    bus.inscrever('demanda.recebida', 'D-1b', async () => {
+      effects.push(await bus.publicar(categorizada())); // nothing given: both filled
+      // started from a timer the handler set: still its context
+      await new Promise<void>((resolve) =>
+        setTimeout(
+          () =>
+            void bus
+              .publicar(categorizada())
+              .then((e) => void effects.push(e))
+              .then(resolve),
+          1,
+        ),
+      );
+      effects.push(await bus.publicar({ ...categorizada(), correlacao_id: given, causation_id: given }));
+    });
+    const chained: EventoConsultado[] = [];
+    bus.inscrever('demanda.categorizada', 'D-3', async (e) => {
+      if (e.causation_id === given) return;
+      chained.push(
+        await bus.publicar({
+          tipo: 'parametros.atualizados',
+          origem: 'D-3',
+          payload: { ...SAMPLE_PAYLOADS['parametros.atualizados'] },
+        }),
+      );
+    });
+    const cause = await bus.publicar({
+      tipo: 'demanda.recebida',
+      origem: 'D-1a',
+      payload: { ...SAMPLE_PAYLOADS['demanda.recebida'] },
+    });
+    await bus.aguardarEntregas();
+    expect(effects.map((e) => [e.correlacao_id, e.causation_id])).toEqual([
+      [cause.correlacao_id, cause.event_id],
+      [cause.correlacao_id, cause.event_id],
+      [given, given],
+    ]);
+    // one level down: caused by the effect the second handler handled, same flow
+    expect(chained.map((e) => [e.correlacao_id, e.causation_id]).sort()).toEqual(
+      effects
+        .slice(0, 2)
+        .map((e) => [cause.correlacao_id, e.event_id])
+        .sort(),
+    );
+    // outside any handler nothing is inherited
+    const outside = await bus.publicar(categorizada());
+    expect([outside.correlacao_id, outside.causation_id]).toEqual([outside.event_id, null]);
     await bus.encerrar();
   });
 });
