@@ -348,6 +348,8 @@ export class Bridge {
     await consumer.run({
       autoCommit: false,
       eachBatchAutoResolve: false,
+      // partitions are staged independently (no lock until the sequencer writes the log): in parallel
+      partitionsConsumedConcurrently: lane.name === 'eventos' ? 3 : 1,
       eachBatch: async (payload) => {
         try {
           await lane.handle(consumer, payload.batch, payload);

@@ -26,7 +26,7 @@ export interface OpcoesSequencer {
   maxIdleMs: number;
   /** Most events ordered per round. */
   roundLimit: number;
-  /** Most events per `core.event_log` transaction. */
+  /** Most events per staging transaction; the log is written in chunks of at least 5,000. */
   batchSize: number;
   /** How often staging is looked at without a signal, in milliseconds. */
   pollMs: number;
@@ -63,8 +63,12 @@ export class Sequencer {
   /** Partitions given up on: not waited for until their committed offset moves. */
   private readonly idle = new Map<string, bigint>();
   private failures = 0;
+  /** Events per `core.event_log` transaction: rows come from PostgreSQL itself, so larger chunks than staging's. */
+  private readonly moveChunk: number;
 
-  constructor(private readonly o: OpcoesSequencer) {}
+  constructor(private readonly o: OpcoesSequencer) {
+    this.moveChunk = Math.max(o.batchSize, 5000);
+  }
 
   start(): void {
     this.loop ??= this.run();
@@ -177,7 +181,7 @@ export class Sequencer {
     const snapshot = await this.snapshot();
     await this.waitForStaging(snapshot);
     if (this.stopping) return false;
-    const refs = await this.readRound(snapshot);
+    const { refs, now } = await this.readRound(snapshot);
     const causes = [...new Set(refs.map((r) => r.causation_id).filter((c): c is string => c !== null))];
     const inLog = new Set(
       causes.length === 0
@@ -189,10 +193,7 @@ export class Sequencer {
             )
           ).rows.map((r) => r.event_id),
     );
-    const { rows: clock } = await this.o.pool.query<{ now: number }>(
-      'SELECT (extract(epoch FROM clock_timestamp()) * 1000)::float8 AS now',
-    );
-    const order = orderRound(refs, { inLog, now: Number(clock[0]?.now), holdMs: this.o.causalHoldMs });
+    const order = orderRound(refs, { inLog, now, holdMs: this.o.causalHoldMs });
     for (const r of order.released) {
       this.o.metrics.causalHoldExpired.inc();
       this.o.logger.warn('cause did not reach the log in time: effect written without it', {
@@ -202,9 +203,9 @@ export class Sequencer {
       });
     }
     this.o.metrics.causalHeld.set(order.held.length);
-    for (let i = 0; i < order.write.length; i += this.o.batchSize) {
+    for (let i = 0; i < order.write.length; i += this.moveChunk) {
       if (this.stopping && i > 0) break; // what is left stays staged for the next leader
-      const chunk = order.write.slice(i, i + this.o.batchSize);
+      const chunk = order.write.slice(i, i + this.moveChunk);
       const t0 = process.hrtime.bigint();
       const result = await this.move(chunk);
       this.o.metrics.insertDuration.observe(Number(process.hrtime.bigint() - t0) / 1e9);
@@ -299,8 +300,7 @@ export class Sequencer {
           });
         }
       }
-      if (!first) await sleep(25);
-      else await sleep(5);
+      await sleep(first ? 2 : 10);
     }
   }
 
@@ -316,7 +316,7 @@ export class Sequencer {
   }
 
   /** The staged events below the snapshot (and of partitions it does not know), earliest first. */
-  private async readRound(snapshot: Snapshot): Promise<StagedRef[]> {
+  private async readRound(snapshot: Snapshot): Promise<{ refs: StagedRef[]; now: number }> {
     const { rows } = await this.o.pool.query<{
       event_id: string;
       causation_id: string | null;
@@ -327,8 +327,9 @@ export class Sequencer {
       kafka_partition: number;
       kafka_offset: string;
       recebido_em: number;
+      now: number;
     }>(
-      `SELECT s.event_id::text, s.causation_id::text,
+      `SELECT (extract(epoch FROM clock_timestamp()) * 1000)::float8 AS now, s.event_id::text, s.causation_id::text,
               (extract(epoch FROM s.publicado_em) * 1000)::float8 AS publicado_em,
               s.ordem_sessao::text, s.ordem_contador::text, s.kafka_topic, s.kafka_partition,
               s.kafka_offset::text, (extract(epoch FROM s.recebido_em) * 1000)::float8 AS recebido_em
@@ -346,12 +347,14 @@ export class Sequencer {
         this.o.topicPrefix,
       ],
     );
-    return rows.map((r) => ({
+    const now = rows.length > 0 ? Number(rows[0]?.now) : Date.now();
+    const refs = rows.map(({ now: _now, ...r }) => ({
       ...r,
       publicado_em: Number(r.publicado_em),
       recebido_em: Number(r.recebido_em),
       ordem_contador: r.ordem_contador === null ? null : Number(r.ordem_contador),
     }));
+    return { refs, now };
   }
 
   private admin(): Admin {

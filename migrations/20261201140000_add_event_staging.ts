@@ -26,7 +26,6 @@ export async function up(knex: Knex): Promise<void> {
         recebido_em      TIMESTAMPTZ    NOT NULL DEFAULT clock_timestamp(),
         CONSTRAINT event_staging_pkey PRIMARY KEY (event_id)
     );
-    CREATE INDEX event_staging_position_idx ON core.event_staging (kafka_topic, kafka_partition, kafka_offset);
 
   `);
 }
