@@ -335,6 +335,21 @@ export class Bridge {
       // kafkajs restarts on its own only after retriable errors; any other crash is ours to undo
       if (!payload.restart) this.scheduleRestart(lane);
     });
+    if (lane.name === 'eventos')
+      consumer.on(consumer.events.END_BATCH_PROCESS, ({ payload }) => {
+        // a batch of only transaction markers or aborted records (transactional producers, e.g. the
+        // Java client) never reaches eachBatch: nothing to stage, but the sequencer waits for the
+        // committed offset to reach the high watermark, so commit past it (docs/ordering.md)
+        if (lane.consumer !== consumer || payload.batchSize > 0 || !/^\d+$/.test(payload.lastOffset)) return;
+        const offset = (BigInt(payload.lastOffset) + 1n).toString();
+        consumer.commitOffsets([{ topic: payload.topic, partition: payload.partition, offset }]).catch((err: unknown) =>
+          this.o.logger.warn('commit past transaction markers failed, retried with the next batch', {
+            topic: payload.topic,
+            partition: payload.partition,
+            error: scrubText((err as Error).message, undefined, 300),
+          }),
+        );
+      });
     lane.consumer = consumer; // before connecting: the events above belong to this consumer
     lane.subscribed = new Set(topics);
     try {

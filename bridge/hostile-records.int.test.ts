@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
 import net from 'node:net';
-import type { IHeaders } from 'kafkajs';
+import { Kafka, logLevel, type IHeaders } from 'kafkajs';
 import { DLQ_HEADERS, MAX_MESSAGE_BYTES, encodeValue, headerString } from '../sdk/wire';
 import { SAMPLE_PAYLOADS } from '../sdk/testing';
 import {
@@ -175,6 +175,38 @@ describe('hostile records from non-SDK producers (issue #12)', () => {
       ]);
     }
     expect(bridge.ready()).toBe(true);
+  });
+
+  it('a transactional producer (as the Java client can be): the committed record lands, the aborted one never does, and the markers do not hold the log back', async () => {
+    const kafka = new Kafka({ clientId: 'tx-producer', brokers: serviceEnv().brokers, logLevel: logLevel.NOTHING });
+    const tx = kafka.producer({ transactionalId: `tx-${randomUUID()}`, idempotent: true, maxInFlightRequests: 1 });
+    await tx.connect();
+    registerCleanup(() => tx.disconnect());
+    const key = randomUUID(); // one partition: record, COMMIT marker, aborted record, ABORT marker
+    const committed = randomUUID();
+    const aborted = randomUUID();
+    const t1 = await tx.transaction();
+    await t1.send({ topic: topic(), messages: [{ key, value: validValue(), headers: headers({ ce_id: committed }) }] });
+    await t1.commit();
+    const t2 = await tx.transaction();
+    await t2.send({ topic: topic(), messages: [{ key, value: validValue(), headers: headers({ ce_id: aborted }) }] });
+    await t2.abort();
+    // an SDK event after them: in the log within seconds, not after BRIDGE_ORDER_MAX_IDLE_MS (30 s)
+    // spent waiting for a committed offset that the markers would otherwise keep short of the end
+    const after = await bus.publicar({
+      tipo: 'demanda.normalizada',
+      origem: 'D-1b',
+      payload: { ...SAMPLE_PAYLOADS['demanda.normalizada'] },
+    });
+    await waitFor(
+      async () => {
+        const ids = (await logRows(db)).map((r) => r.event_id);
+        return ids.includes(committed) && ids.includes(after.event_id);
+      },
+      { timeoutMs: 15_000, message: 'the committed record and the next SDK event in the log' },
+    );
+    expect((await logRows(db)).map((r) => r.event_id)).not.toContain(aborted);
+    expect((await metrics.idlePartitions.get()).values[0]?.value ?? 0).toBe(0);
   });
 
   it('7. the wire contract as documented: specversion, content type, deprecated types from plain producers', async () => {
