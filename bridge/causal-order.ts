@@ -165,19 +165,30 @@ export function orderRound(rows: readonly StagedRef[], ctx: RoundContext): Round
       heap.push(i);
     }
   };
-  for (const i of writable) if (causes[i] === 0 && preceding[i] === 0) enqueue(i);
+  // events whose causes are all written, waiting only for their session's order: where a stuck
+  // session order is broken, earliest first (each pushed once: O(n log n) even for forged input)
+  const causeFree = new MinHeap();
+  for (const i of writable) {
+    if (causes[i] !== 0) continue;
+    if (preceding[i] === 0) enqueue(i);
+    else causeFree.push(i);
+  }
   const out: number[] = [];
   while (out.length < writable.length) {
-    if (heap.size === 0) {
-      const unblocked = writable.find((i) => !queued.has(i) && causes[i] === 0);
-      enqueue(unblocked as number);
+    while (heap.size === 0) {
+      // cannot happen: causal edges form no cycle (a cycle is held above)
+      if (causeFree.size === 0)
+        throw new Error('causal order: no event left to write (a causation cycle was not held)');
+      enqueue(causeFree.pop());
     }
     const i = heap.pop();
     out.push(i);
     for (const { to, causal } of next[i] as Array<{ to: number; causal: boolean }>) {
       if (causal) causes[to] = (causes[to] as number) - 1;
       else preceding[to] = (preceding[to] as number) - 1;
-      if (causes[to] === 0 && preceding[to] === 0) enqueue(to);
+      if (causes[to] !== 0) continue;
+      if (preceding[to] === 0) enqueue(to);
+      else if (causal) causeFree.push(to);
     }
   }
 

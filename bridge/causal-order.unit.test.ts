@@ -94,6 +94,17 @@ describe('orderRound', () => {
     expect(w.indexOf(releasedId)).toBeLessThan(w.indexOf(releasedId === x.event_id ? y.event_id : x.event_id));
   });
 
+  it('orders 50,000 events whose forged session counters contradict their causation at every step, without a quadratic walk', () => {
+    const s = '11111111-0000-4000-8000-000000000000';
+    const chain: StagedRef[] = [ref({ ordem_sessao: s, ordem_contador: 50_000 })];
+    for (let i = 1; i < 50_000; i++)
+      chain.push(
+        ref({ causation_id: (chain[i - 1] as StagedRef).event_id, ordem_sessao: s, ordem_contador: 50_000 - i }),
+      );
+    const r = orderRound(chain, { inLog: new Set(), now: NOW, holdMs: HOLD });
+    expect(ids(r.write)).toEqual(ids(chain)); // causation wins over the forged session order
+  });
+
   it('walks a 200,000-event causation chain without exhausting the stack', () => {
     const chain: StagedRef[] = [ref()];
     for (let i = 1; i < 200_000; i++)
