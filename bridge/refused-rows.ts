@@ -31,3 +31,28 @@ export async function refusable<T>(fn: () => Promise<T>): Promise<T | { refused:
     throw err;
   }
 }
+
+/**
+ * Writes `items` with one `write` call; if PostgreSQL refuses that for a row's content, writes
+ * them one by one, in order, and hands each refused one to `onRefused` with its SQLSTATE, so
+ * one bad row never blocks the others. Returns the results of the writes that went through.
+ * Any other error (an outage) escapes: the caller retries.
+ */
+export async function writeIsolatingRefused<T, R>(
+  items: T[],
+  write: (items: T[]) => Promise<R>,
+  onRefused: (item: T, sqlstate: string) => Promise<void>,
+): Promise<R[]> {
+  try {
+    return [await write(items)];
+  } catch (err) {
+    if (!refusalOf(err)) throw err;
+  }
+  const results: R[] = [];
+  for (const item of items) {
+    const r = await refusable(() => write([item]));
+    if (typeof r === 'object' && r !== null && 'refused' in r) await onRefused(item, r.refused);
+    else results.push(r);
+  }
+  return results;
+}
