@@ -32,7 +32,7 @@ import {
 import { SessionProducer, backoffDelay, kafkaLogs } from '../sdk/service';
 import { recordFailure, recordResolved, type DeadLetterRecord } from './dead-letter-writer';
 import { publishTimeOf, stageEvents, type StagedRow } from './event-log-writer';
-import { refusable, refusalOf } from './refused-rows';
+import { refusable, writeIsolatingRefused } from './refused-rows';
 import { Sequencer } from './sequencer';
 import type { StagedRef } from './causal-order';
 import type { BridgeMetrics } from './metrics';
@@ -119,8 +119,10 @@ export interface BridgeHealth {
   lanes: Array<{ lane: string; topics: number; running: boolean; joining: boolean }>;
   /** Partitions with lag and no progress for `stallAfterMs`. */
   stalled: Array<{ lane: string; topic: string; partition: number; lag: number; since_ms: number }>;
-  /** Whether this instance is the active sequencer (one per database; the others stand by). */
+  /** Whether this instance is the active sequencer (one per namespace; the others stand by). */
   sequencer_leader: boolean;
+  /** Whether this instance's sequencer failed its last rounds (3 in a row): not ready meanwhile. */
+  sequencer_failing: boolean;
 }
 
 /** How long a lane re-subscribing to pick up a new topic still counts as ready, in milliseconds. */
@@ -235,8 +237,9 @@ export class Bridge {
 
   /**
    * Ready when every lane that has topics is consuming (the events lane must have some), the
-   * last database contact succeeded, and no partition is stalled (lag without progress for
-   * `stallAfterMs`). Also updates `feromonios_bridge_stalled_partitions`.
+   * last database contact succeeded, no partition is stalled (lag without progress for
+   * `stallAfterMs`), and the sequencer is not failing round after round. Also updates
+   * `feromonios_bridge_stalled_partitions`.
    */
   health(): BridgeHealth {
     const now = Date.now();
@@ -258,11 +261,12 @@ export class Bridge {
       l.name === 'eventos' || l.subscribed.size > 0 ? l.running || joining(l) : true,
     );
     return {
-      ready: !this.stopping && lanesOk && this.lastDbOk && stalled.length === 0,
+      ready: !this.stopping && lanesOk && this.lastDbOk && stalled.length === 0 && !this.sequencer.failing,
       database: this.lastDbOk,
       lanes,
       stalled,
       sequencer_leader: this.sequencer.leader,
+      sequencer_failing: this.sequencer.failing,
     };
   }
 
@@ -669,37 +673,30 @@ export class Bridge {
   private async stageIsolatingRefused(
     good: Array<Extract<Decoded, { kind: 'ok' }>>,
   ): Promise<{ result: { staged: string[]; duplicates: string[] }; refused: Array<Poison & { eventId: string }> }> {
-    try {
-      return {
-        result: await stageEvents(
-          this.o.pool,
-          good.map((g) => g.row),
-        ),
-        refused: [],
-      };
-    } catch (err) {
-      if (!refusalOf(err)) throw err;
-    }
-    const result = { staged: [] as string[], duplicates: [] as string[] };
     const refused: Array<Poison & { eventId: string }> = [];
-    for (const g of good) {
-      try {
-        const r = await stageEvents(this.o.pool, [g.row]);
-        result.staged.push(...r.staged);
-        result.duplicates.push(...r.duplicates);
-      } catch (err) {
-        const state = refusalOf(err);
-        if (!state) throw err;
-        this.o.metrics.refusedRows.inc({ sqlstate: state });
+    const results = await writeIsolatingRefused(
+      good,
+      (items) =>
+        stageEvents(
+          this.o.pool,
+          items.map((g) => g.row),
+        ),
+      (g, sqlstate) => {
+        this.o.metrics.refusedRows.inc({ sqlstate });
         refused.push({
           kind: 'poison',
           reason: 'database-refused',
-          detail: `PostgreSQL refused the row (SQLSTATE ${state})`,
+          detail: `PostgreSQL refused the row (SQLSTATE ${sqlstate})`,
           message: g.message,
           eventId: g.row.event_id,
         });
-      }
-    }
+        return Promise.resolve();
+      },
+    );
+    const result = {
+      staged: results.flatMap((r) => r.staged),
+      duplicates: results.flatMap((r) => r.duplicates),
+    };
     return { result, refused };
   }
 
@@ -729,17 +726,28 @@ export class Bridge {
         }
       }
     }
-    for (const p of poison) {
-      this.o.metrics.quarantined.inc({ reason: p.reason });
-      this.o.logger.warn('record quarantined', {
-        topic,
-        partition,
-        offset: p.message.offset,
-        reason: p.reason,
-        event_id: eventIdOf(p.message),
-        detail: scrubText(p.detail, undefined, 300),
-      });
-    }
+    for (const p of poison)
+      this.reportQuarantined(topic, partition, p.message.offset, p.reason, eventIdOf(p.message), p.detail);
+  }
+
+  /** The metric and the log line of one quarantined record. */
+  private reportQuarantined(
+    topic: string,
+    partition: number,
+    offset: string,
+    reason: string,
+    eventId: string | undefined,
+    detail: string,
+  ): void {
+    this.o.metrics.quarantined.inc({ reason });
+    this.o.logger.warn('record quarantined', {
+      topic,
+      partition,
+      offset,
+      reason,
+      event_id: eventId,
+      detail: scrubText(detail, undefined, 300),
+    });
   }
 
   /**
@@ -751,36 +759,29 @@ export class Bridge {
   private async quarantineStaged(row: StagedRef, sqlstate: string): Promise<void> {
     const producer = this.producer;
     if (!producer) throw new FeromoniosError('BUS_CLOSED', 'the bridge is not started');
+    const detail = `PostgreSQL refused the row when it was written to core.event_log (SQLSTATE ${sqlstate})`;
+    const headers = referenceHeaders(
+      row.kafka_topic,
+      row.kafka_partition,
+      row.kafka_offset,
+      'database-refused',
+      detail,
+    );
     await producer.send({
       topic: this.o.topics.quarentena(),
       acks: -1,
-      messages: [
-        {
-          key: null,
-          value: null,
-          headers: {
-            [HEADER.id]: row.event_id,
-            [QUARANTINE_HEADERS.reason]: 'database-refused',
-            [QUARANTINE_HEADERS.detail]: `PostgreSQL refused the row when it was written to core.event_log (SQLSTATE ${sqlstate}); the original record is at its topic, partition and offset`,
-            [QUARANTINE_HEADERS.topic]: row.kafka_topic,
-            [QUARANTINE_HEADERS.partition]: String(row.kafka_partition),
-            [QUARANTINE_HEADERS.offset]: row.kafka_offset,
-            [QUARANTINE_HEADERS.reference]: 'true',
-          },
-        },
-      ],
+      messages: [{ key: null, value: null, headers: { [HEADER.id]: row.event_id, ...headers } }],
     });
     this.o.metrics.refusedRows.inc({ sqlstate });
-    this.o.metrics.quarantined.inc({ reason: 'database-refused' });
     this.o.metrics.quarantinedByReference.inc({ reason: 'database-refused' });
-    this.o.logger.warn('record quarantined', {
-      topic: row.kafka_topic,
-      partition: row.kafka_partition,
-      offset: row.kafka_offset,
-      reason: 'database-refused',
-      event_id: row.event_id,
-      detail: `SQLSTATE ${sqlstate}`,
-    });
+    this.reportQuarantined(
+      row.kafka_topic,
+      row.kafka_partition,
+      row.kafka_offset,
+      'database-refused',
+      row.event_id,
+      detail,
+    );
   }
 
   /**
@@ -838,20 +839,31 @@ function quarantineCopy(topic: string, partition: number, p: Poison): Message {
 /** What is quarantined when the copy itself cannot be produced: where the record is, and why. */
 function quarantineReference(topic: string, partition: number, p: Poison, refusal: unknown): Message {
   const why = (refusal as { type?: unknown }).type;
+  const detail = `${p.detail} — quarantined by reference: the broker refused the copy${typeof why === 'string' ? ` (${why})` : ''}`;
   return {
     key: null,
     value: null,
     headers: {
-      [QUARANTINE_HEADERS.reason]: p.reason,
-      [QUARANTINE_HEADERS.detail]: storableText(
-        `${p.detail} — quarantined by reference: the broker refused the copy${typeof why === 'string' ? ` (${why})` : ''}`,
-        2000,
-      ),
-      [QUARANTINE_HEADERS.topic]: topic,
-      [QUARANTINE_HEADERS.partition]: String(partition),
-      [QUARANTINE_HEADERS.offset]: p.message.offset,
+      ...referenceHeaders(topic, partition, p.message.offset, p.reason, detail),
       [QUARANTINE_HEADERS.size]: String(p.message.value?.length ?? 0),
-      [QUARANTINE_HEADERS.reference]: 'true',
     },
+  };
+}
+
+/** The headers of a quarantine record by reference: the original stays at topic, partition and offset. */
+function referenceHeaders(
+  topic: string,
+  partition: number,
+  offset: string,
+  reason: string,
+  detail: string,
+): Record<string, string> {
+  return {
+    [QUARANTINE_HEADERS.reason]: reason,
+    [QUARANTINE_HEADERS.detail]: storableText(detail, 2000),
+    [QUARANTINE_HEADERS.topic]: topic,
+    [QUARANTINE_HEADERS.partition]: String(partition),
+    [QUARANTINE_HEADERS.offset]: offset,
+    [QUARANTINE_HEADERS.reference]: 'true',
   };
 }

@@ -101,6 +101,11 @@ export class BridgeMetrics {
     help: '1 when this instance is the active sequencer (one per database), else 0.',
     registers: [this.registry],
   });
+  readonly sequencerFailures = new Counter({
+    name: 'feromonios_bridge_sequencer_failures_total',
+    help: 'Sequencer rounds that failed (database or Kafka unavailable) and were retried after a backoff.',
+    registers: [this.registry],
+  });
   readonly rounds = new Histogram({
     name: 'feromonios_bridge_sequencer_round_seconds',
     help: 'Duration of one sequencer round (snapshot, wait for the partitions, order, write), in seconds.',

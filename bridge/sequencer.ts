@@ -4,7 +4,7 @@ import type { Logger } from '../sdk';
 import { backoffDelay, sleep } from '../sdk/service';
 import { orderRound, type StagedRef } from './causal-order';
 import { moveToEventLog, STAGING_CHANNEL, type WriteResult } from './event-log-writer';
-import { refusalOf } from './refused-rows';
+import { writeIsolatingRefused } from './refused-rows';
 import type { BridgeMetrics } from './metrics';
 
 export interface OpcoesSequencer {
@@ -39,6 +39,9 @@ export interface OpcoesSequencer {
 
 /** Session advisory lock (keyed `hashtext(<this>:<topic prefix>)`) held by the one active sequencer of a namespace. */
 export const SEQUENCER_LOCK_NAME = 'feromonios-sequencer';
+
+/** Consecutive failed rounds after which the sequencer reports itself failing. */
+const FAILING_AFTER = 3;
 
 type Snapshot = Array<{ topic: string; partition: number; high: bigint }>;
 
@@ -86,6 +89,11 @@ export class Sequencer {
     return this.client !== undefined;
   }
 
+  /** Whether the last rounds kept failing (3 in a row): `/ready` says so while it lasts. */
+  get failing(): boolean {
+    return this.failures >= FAILING_AFTER;
+  }
+
   /** Something was staged: start a round soon. */
   wake(): void {
     this.signalled = true;
@@ -105,6 +113,7 @@ export class Sequencer {
       } catch (err) {
         if (this.stopping) break;
         this.failures++;
+        this.o.metrics.sequencerFailures.inc();
         const delay = backoffDelay(this.failures, { initialMs: 200, maxMs: 5000 });
         this.o.logger.warn('sequencer round failed, retrying', { error: (err as Error).message, delay_ms: delay });
         this.releaseLeadership(); // the connection may be the broken part: take the lock anew
@@ -226,29 +235,23 @@ export class Sequencer {
    * from staging, so it cannot block the log.
    */
   private async move(chunk: StagedRef[]): Promise<WriteResult> {
-    try {
-      return await moveToEventLog(
-        this.o.pool,
-        chunk.map((r) => r.event_id),
-        this.o.commitJitterMs,
-      );
-    } catch (err) {
-      if (!refusalOf(err)) throw err;
-    }
-    const result: WriteResult = { inserted: [], duplicates: [] };
-    for (const row of chunk) {
-      try {
-        const one = await moveToEventLog(this.o.pool, [row.event_id], this.o.commitJitterMs);
-        result.inserted.push(...one.inserted);
-        result.duplicates.push(...one.duplicates);
-      } catch (err) {
-        const state = refusalOf(err);
-        if (!state) throw err;
-        await this.o.onRefused(row, state);
+    const results = await writeIsolatingRefused(
+      chunk,
+      (rows) =>
+        moveToEventLog(
+          this.o.pool,
+          rows.map((r) => r.event_id),
+          this.o.commitJitterMs,
+        ),
+      async (row, sqlstate) => {
+        await this.o.onRefused(row, sqlstate);
         await this.o.pool.query('DELETE FROM core.event_staging WHERE event_id = $1', [row.event_id]);
-      }
-    }
-    return result;
+      },
+    );
+    return {
+      inserted: results.flatMap((r) => r.inserted),
+      duplicates: results.flatMap((r) => r.duplicates),
+    };
   }
 
   /** Every event partition's high watermark, now. */
