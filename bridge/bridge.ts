@@ -48,7 +48,7 @@ export interface OpcoesBridge {
   topics: TopicNames;
   topicSettings: TopicSettings;
   redaction: OpcoesRedacao;
-  /** Most events per database transaction. */
+  /** Most events per staging transaction (the sequencer writes the log in chunks of at least 5,000). */
   batchSize: number;
   /** Longest wait for a fetch to fill, in milliseconds. */
   flushIntervalMs: number;

@@ -9,7 +9,12 @@ export const bridgeEnv = {
     minLength: 32,
     doc: 'HMAC key for redacted texts; the bridge refuses to start without it. Keep it secret and stable.',
   }),
-  BRIDGE_BATCH_SIZE: env.int({ min: 1, max: 5000, default: 500, doc: 'Most events inserted per transaction.' }),
+  BRIDGE_BATCH_SIZE: env.int({
+    min: 1,
+    max: 5000,
+    default: 500,
+    doc: 'Most events staged per transaction (the log is written in chunks of at least 5,000).',
+  }),
   BRIDGE_FLUSH_INTERVAL_MS: env.int({
     min: 1,
     max: 60000,
