@@ -106,8 +106,12 @@ export class OutboxRelay {
     const l = this.listener;
     this.listener = undefined;
     if (l) {
-      await l.query(`UNLISTEN ${OUTBOX_CHANNEL}`).catch(() => undefined);
-      l.release();
+      // destroyed, not pooled: a pooled client would keep its LISTEN, and the error handler set in
+      // listen() would release it a second time when that connection later dies
+      l.removeAllListeners('notification');
+      l.removeAllListeners('error');
+      l.on('error', () => undefined);
+      l.release(true);
     }
   }
 
@@ -277,12 +281,22 @@ export class OutboxRelay {
       else this.notified = true;
     });
     client.on('error', (err) => {
-      // the connection died (PostgreSQL restarted): polling carries on, housekeeping listens again
-      if (this.listener === client) this.listener = undefined;
+      // the connection died (PostgreSQL restarted): polling carries on, housekeeping listens again.
+      // Released once only: parar() may have released it already
+      if (this.listener !== client) return;
+      this.listener = undefined;
       client.release(err);
     });
-    await client.query(`LISTEN ${OUTBOX_CHANNEL}`);
-    this.listener = client;
+    this.listener = client; // before LISTEN: the error handler above owns it from here
+    try {
+      await client.query(`LISTEN ${OUTBOX_CHANNEL}`);
+    } catch (err) {
+      if (this.listener === client) {
+        this.listener = undefined;
+        client.release(true);
+      }
+      throw err;
+    }
   }
 }
 
