@@ -31,7 +31,8 @@ export type DeadLetterResult =
  * Keeps `core.dead_letter_queue` true for one failure: one row per `(event_id, colonia)`.
  * A first failure inserts `pendente` with `tentativas = 1`; each later failure increments
  * `tentativas` and reopens the row to `pendente` (clearing `resolvido_em`), or marks it
- * `failed_permanent` with `resolvido_em` once `maxTentativas` is reached.
+ * `failed_permanent` with `resolvido_em` and the reason in `motivo` once `maxTentativas` is
+ * reached (the failure-count half of the loop guard; the reprocessor guards rounds).
  * The row needs the event's `sequence_number` (and its FK): when the bridge has not written the
  * event yet, nothing is written and `event-not-in-log` is returned so the caller can wait.
  */
@@ -42,10 +43,11 @@ export async function recordFailure(
 ): Promise<DeadLetterResult> {
   const res = await pool.query<{ status: string; tentativas: number }>(
     `INSERT INTO core.dead_letter_queue AS d
-            (event_id, sequence_number, colonia, handler_nome, mensagem_erro, pilha_erro, tentativas, ultima_tentativa, status, resolvido_em)
+            (event_id, sequence_number, colonia, handler_nome, mensagem_erro, pilha_erro, tentativas, ultima_tentativa, status, resolvido_em, motivo)
      SELECT el.event_id, el.sequence_number, $2, $3, $4, $5, 1, $6::timestamptz,
             CASE WHEN 1 >= $7 THEN 'failed_permanent' ELSE 'pendente' END,
-            CASE WHEN 1 >= $7 THEN now() END
+            CASE WHEN 1 >= $7 THEN now() END,
+            CASE WHEN 1 >= $7 THEN format('loop guard: failed %s time(s) (DLQ_MAX_TENTATIVAS)', $7::int) END
        FROM core.event_log el WHERE el.event_id = $1
      ON CONFLICT (event_id, colonia) DO UPDATE SET
             tentativas       = d.tentativas + 1,
@@ -54,7 +56,9 @@ export async function recordFailure(
             mensagem_erro    = EXCLUDED.mensagem_erro,
             pilha_erro       = EXCLUDED.pilha_erro,
             status           = CASE WHEN d.tentativas + 1 >= $7 THEN 'failed_permanent' ELSE 'pendente' END,
-            resolvido_em     = CASE WHEN d.tentativas + 1 >= $7 THEN now() END
+            resolvido_em     = CASE WHEN d.tentativas + 1 >= $7 THEN now() END,
+            motivo           = CASE WHEN d.tentativas + 1 >= $7
+                                    THEN format('loop guard: failed %s time(s) (DLQ_MAX_TENTATIVAS)', d.tentativas + 1) END
      RETURNING status, tentativas`,
     [r.event_id, r.colonia, r.handler_nome, r.mensagem_erro, r.pilha_erro, r.falhou_em, maxTentativas],
   );

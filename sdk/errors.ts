@@ -33,6 +33,7 @@ export const ERROR_CODES = [
   'NOT_FOUND',
   'BAD_REQUEST',
   'RATE_LIMITED',
+  'INTERRUPTED',
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];

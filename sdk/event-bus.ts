@@ -28,9 +28,16 @@ import {
 import {
   DlqReprocessor,
   type FiltrosReprocessamentos,
+  type OpcoesAcaoDLQ,
   type OpcoesReprocessamento,
+  type RegistroReprocessamento,
+  type ReprocessamentoIniciado,
+  type ResultadoAcaoDLQ,
   type ResultadoReprocessamento,
+  type SimulacaoReprocessamento,
 } from './reprocessing/dlq-reprocessing';
+import { DlqEntries, type EntradaDLQ, type FiltrosEntradasDLQ, type ResumoDLQ } from './reprocessing/dlq-entries';
+import type { SelecaoDLQ } from './reprocessing/dlq-selection';
 import { ColonySubscriber, type ManipuladorEvento, type OpcoesInscricao } from './consuming/subscriber';
 import { TopicNames } from './wire/topics';
 
@@ -64,6 +71,7 @@ export class EventBus implements Barramento {
   private closed = false;
   private reader: EventLogReader | undefined;
   private reprocessor: DlqReprocessor | undefined;
+  private dlqEntries: DlqEntries | undefined;
   private confirmations: LogConfirmations | undefined;
   private readonly relays: OutboxRelay[] = [];
   private ownPool: pg.Pool | undefined;
@@ -345,9 +353,67 @@ export class EventBus implements Barramento {
     return this.reprocessador().reprocessar(colonia, opcoes);
   }
 
-  /** The reprocessing audit trail, newest first (`core.dlq_reprocessamento`). */
+  /**
+   * Reprocessing v2 (docs/reprocessing.md): like `reprocessarPendentesDLQ`, for a selection of
+   * the colony's entries (handler, event_ids, error fingerprint, failure time range), at most
+   * `opcoes.maxEventos`, paced at `opcoes.taxa` events/s, with the loop guard
+   * (`opcoes.maxReprocessamentos`). Resolves when every entry is sent.
+   */
+  reprocessarDLQ(selecao: SelecaoDLQ, opcoes: OpcoesReprocessamento = {}): Promise<ResultadoReprocessamento> {
+    return this.reprocessador().reprocessar(selecao, opcoes);
+  }
+
+  /** `reprocessarDLQ` that resolves once the selection is claimed and audited; `concluido` settles at the end. */
+  iniciarReprocessamentoDLQ(selecao: SelecaoDLQ, opcoes: OpcoesReprocessamento = {}): Promise<ReprocessamentoIniciado> {
+    return this.reprocessador().iniciar(selecao, opcoes);
+  }
+
+  /** Dry run: what `reprocessarDLQ` would send (and with which payload) and park. Changes nothing; audited. */
+  simularReprocessamentoDLQ(
+    selecao: SelecaoDLQ,
+    opcoes: OpcoesReprocessamento = {},
+  ): Promise<SimulacaoReprocessamento> {
+    return this.reprocessador().simular(selecao, opcoes);
+  }
+
+  /** Parks the selected `pendente` entries as `failed_permanent` with `motivo` (no personal data). Audited. */
+  estacionarDLQ(selecao: SelecaoDLQ, motivo: string, opcoes: OpcoesAcaoDLQ = {}): Promise<ResultadoAcaoDLQ> {
+    return this.reprocessador().estacionar(selecao, motivo, opcoes);
+  }
+
+  /** Reopens the selected `failed_permanent` entries to `pendente`, with a fresh loop-guard budget. Audited. */
+  reabrirDLQ(selecao: SelecaoDLQ, opcoes: OpcoesAcaoDLQ = {}): Promise<ResultadoAcaoDLQ> {
+    return this.reprocessador().reabrir(selecao, opcoes);
+  }
+
+  /** The operator-action trail, newest first (`core.dlq_reprocessamento`). */
   listarReprocessamentosDLQ(filtros: FiltrosReprocessamentos = {}): ReturnType<DlqReprocessor['listar']> {
     return this.reprocessador().listar(filtros);
+  }
+
+  /** One action of the trail (a running request shows its progress in `reprocessados`). */
+  obterReprocessamentoDLQ(id: string): Promise<RegistroReprocessamento | null> {
+    return this.reprocessador().obter(id);
+  }
+
+  /** A colony's DLQ entries in any state, filtered like a selection, with fingerprint, guard count and reason. */
+  listarEntradasDLQ(filtros: FiltrosEntradasDLQ): ReturnType<DlqEntries['listar']> {
+    return this.entradasDLQ().listar(filtros);
+  }
+
+  /** Every colony's DLQ entry for one event. */
+  obterEntradasDLQ(eventId: string): Promise<EntradaDLQ[]> {
+    return this.entradasDLQ().doEvento(eventId);
+  }
+
+  /** Per colony: entries by state and the most frequent open failures (by fingerprint). */
+  obterResumoDLQ(): Promise<ResumoDLQ> {
+    return this.entradasDLQ().resumo();
+  }
+
+  private entradasDLQ(): DlqEntries {
+    this.dlqEntries ??= new DlqEntries(this.database());
+    return this.dlqEntries;
   }
 
   private leitor(): EventLogReader {

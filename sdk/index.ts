@@ -56,10 +56,30 @@ export {
 export {
   defaultOpcoesReprocessamento,
   type OpcoesReprocessamento,
+  type OpcoesAcaoDLQ,
   type ResultadoReprocessamento,
+  type ReprocessamentoIniciado,
+  type SimulacaoReprocessamento,
+  type ResultadoAcaoDLQ,
   type RegistroReprocessamento,
   type FiltrosReprocessamentos,
 } from './reprocessing/dlq-reprocessing';
+export {
+  DLQ_STATUS,
+  type EntradaDLQ,
+  type FiltrosEntradasDLQ,
+  type ResumoDLQ,
+  type StatusDLQ,
+} from './reprocessing/dlq-entries';
+export {
+  FINGERPRINT_RE,
+  HANDLER_SELECTOR_RE,
+  MAX_EVENTOS_ACAO,
+  MAX_IDS_SELECAO,
+  motivoProblem,
+  selecaoInteira,
+  type SelecaoDLQ,
+} from './reprocessing/dlq-selection';
 // types that appear in the bus's public signatures (bus.catalog, bus.topics, bus.registry)
 export type { SchemaCatalog, TipoCatalogado, VersaoCatalogada } from './catalog/catalog';
 export type { SchemaRegistry } from './catalog/registry';

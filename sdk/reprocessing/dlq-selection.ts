@@ -1,0 +1,110 @@
+import { FeromoniosError } from '../errors';
+import { REDACTED, scrubText } from '../wire/error-text';
+import { colonyCodeProblem, isUuid, textProblem, timestampProblem } from '../wire/storable';
+
+/**
+ * Which entries of one colony's DLQ an operator action takes (docs/reprocessing.md). Every
+ * criterion given must hold; none but `colonia` means the whole colony.
+ */
+export interface SelecaoDLQ {
+  colonia: string;
+  /** The handler that failed (`handler_nome`), exactly. */
+  manipulador?: string;
+  /** These events only (1 … {@link MAX_IDS_SELECAO}). */
+  event_ids?: string[];
+  /** Entries failing the same way: `erro_fingerprint` (12 hex digits, shown by every listing). */
+  fingerprint?: string;
+  /** Last failure at or after this instant (ISO-8601 with a time zone), inclusive. */
+  falhou_desde?: string;
+  /** Last failure at or before this instant, inclusive. */
+  falhou_ate?: string;
+}
+
+export const MAX_IDS_SELECAO = 1000;
+/** Most entries one action takes (`maxEventos` above it is refused). */
+export const MAX_EVENTOS_ACAO = 10_000;
+
+/**
+ * A handler name as a selector: what the SDK names handlers (function names, `anônimo#N`, a
+ * comma-joined list), and never something that could be personal data (it is stored in the
+ * audit trail's `parametros`): at most 6 digits, no spaces, no `@`.
+ */
+export const HANDLER_SELECTOR_RE = /^(?!(?:[^0-9]*[0-9]){7})[\p{L}\p{N}_$#.,:-]{1,255}$/u;
+export const FINGERPRINT_RE = /^[0-9a-f]{12}$/;
+
+/** The selection checked field by field; throws `BAD_REQUEST` naming the first field that is wrong. */
+export function validarSelecao(s: SelecaoDLQ): SelecaoDLQ {
+  const bad = (field: string, problem: string): never => {
+    throw new FeromoniosError('BAD_REQUEST', `${field} ${problem}`);
+  };
+  if (typeof s !== 'object' || s === null) bad('selection', 'must be an object');
+  const colonia = colonyCodeProblem(s.colonia);
+  if (colonia) bad('colonia', colonia);
+  if (s.manipulador !== undefined && (typeof s.manipulador !== 'string' || !HANDLER_SELECTOR_RE.test(s.manipulador)))
+    bad('manipulador', 'must be a handler name: 1-255 letters, digits or _$#.,:- (at most 6 digits)');
+  if (s.event_ids !== undefined) {
+    if (!Array.isArray(s.event_ids) || s.event_ids.length === 0 || s.event_ids.length > MAX_IDS_SELECAO)
+      bad('event_ids', `must be a list of 1 to ${MAX_IDS_SELECAO} UUIDs`);
+    const wrong = s.event_ids.findIndex((id) => !isUuid(id));
+    if (wrong >= 0) bad(`event_ids[${wrong}]`, 'must be a UUID');
+  }
+  if (s.fingerprint !== undefined && (typeof s.fingerprint !== 'string' || !FINGERPRINT_RE.test(s.fingerprint)))
+    bad('fingerprint', 'must be 12 lowercase hex digits (the erro_fingerprint of an entry)');
+  for (const f of ['falhou_desde', 'falhou_ate'] as const) {
+    if (s[f] === undefined) continue;
+    const problem = timestampProblem(s[f]);
+    if (problem) bad(f, problem);
+  }
+  if (s.falhou_desde && s.falhou_ate && Date.parse(s.falhou_desde) > Date.parse(s.falhou_ate))
+    bad('falhou_desde', 'must not be after falhou_ate');
+  // only the known fields travel on (to SQL and to the audit trail's `parametros`)
+  return {
+    colonia: s.colonia,
+    ...(s.manipulador !== undefined ? { manipulador: s.manipulador } : {}),
+    ...(s.event_ids !== undefined ? { event_ids: [...new Set(s.event_ids.map((id) => id.toLowerCase()))] } : {}),
+    ...(s.fingerprint !== undefined ? { fingerprint: s.fingerprint } : {}),
+    ...(s.falhou_desde !== undefined ? { falhou_desde: s.falhou_desde } : {}),
+    ...(s.falhou_ate !== undefined ? { falhou_ate: s.falhou_ate } : {}),
+  };
+}
+
+/** True when the selection narrows nothing: the whole colony (the CLI asks for `--yes`). */
+export const selecaoInteira = (s: SelecaoDLQ): boolean =>
+  s.manipulador === undefined &&
+  s.event_ids === undefined &&
+  s.fingerprint === undefined &&
+  s.falhou_desde === undefined &&
+  s.falhou_ate === undefined;
+
+/**
+ * The SQL condition on `core.dead_letter_queue d` for a validated selection; its values are
+ * appended to `params` (never interpolated).
+ */
+export function condicaoSelecao(s: SelecaoDLQ, params: unknown[]): string {
+  const p = (v: unknown): string => `$${params.push(v)}`;
+  const parts = [`d.colonia = ${p(s.colonia)}`];
+  if (s.manipulador !== undefined) parts.push(`d.handler_nome = ${p(s.manipulador)}`);
+  if (s.event_ids !== undefined) parts.push(`d.event_id = ANY(${p(s.event_ids)}::uuid[])`);
+  if (s.fingerprint !== undefined) parts.push(`d.erro_fingerprint = ${p(s.fingerprint)}`);
+  if (s.falhou_desde !== undefined) parts.push(`d.ultima_tentativa >= ${p(s.falhou_desde)}::timestamptz`);
+  if (s.falhou_ate !== undefined) parts.push(`d.ultima_tentativa <= ${p(s.falhou_ate)}::timestamptz`);
+  return parts.join(' AND ');
+}
+
+/**
+ * An operator's reason for parking entries, stored in `motivo` and the audit trail: 3-500
+ * characters of storable text that the personal-data scrubber leaves unchanged (no e-mail
+ * address, no run of 7+ digits, no coordinates). Refused rather than altered: the operator
+ * rewrites it ("describe the cause, not the person").
+ */
+export function motivoProblem(v: unknown): string | undefined {
+  const text = textProblem(v, 500);
+  if (text) return text;
+  const s = (v as string).trim();
+  if (s.length < 3) return 'must be at least 3 characters';
+  // eslint-disable-next-line no-control-regex -- control characters are what this refuses
+  if (/[\u0000-\u001f\u007f]/.test(s)) return 'must be one line without control characters';
+  if (scrubText(s).includes(REDACTED))
+    return 'must not hold personal data (e-mail addresses, document or phone numbers, coordinates): describe the cause, not the person';
+  return undefined;
+}
