@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import type pg from 'pg';
-import { type EventBus, ThrottledError, type Logger } from '../sdk';
+import { type EventBus, ThrottledError, type Logger, type SelecaoDLQ } from '../sdk';
 import { AddressSet, clientAddress } from './client-address';
 import { tokenOptions, type AuditConfig } from './config';
 import type { AuditMetrics } from './metrics';
@@ -12,11 +12,18 @@ import {
   coloniaQuery,
   consultarEventosQuery,
   emptyQuery,
-  pageQuery,
+  entradasQuery,
+  estacionarBody,
+  reabrirBody,
+  replayQuery,
+  reprocessamentoBody,
   reprocessarBody,
+  trailQuery,
   uuidParam,
   validator,
 } from './request-validation';
+import { RunningRequests } from './running-requests';
+import { streamReplay } from './replay';
 
 export type AuditAppConfig = Pick<
   AuditConfig,
@@ -30,6 +37,7 @@ export type AuditAppConfig = Pick<
   | 'AUDIT_RATE_LIMIT_PER_MINUTE'
   | 'AUDIT_OPS_RATE_LIMIT_PER_MINUTE'
   | 'AUDIT_REPROCESS_INTERVAL_SECONDS'
+  | 'AUDIT_REPROCESS_MAX_ROUNDS'
 >;
 
 export interface AuditAppDeps {
@@ -39,6 +47,8 @@ export interface AuditAppDeps {
   config: AuditAppConfig;
   logger: Logger;
   metrics: AuditMetrics;
+  /** Paced reprocessing requests running in this process (stopped at shutdown). Default: a new set. */
+  requests?: RunningRequests;
 }
 
 type Query = Record<string, string | undefined>;
@@ -139,7 +149,21 @@ export function createAuditApp(d: AuditAppDeps): express.Express {
   });
 
   const eventsQuery = validator<Query>(consultarEventosQuery, 'query');
-  const page = validator<Query>(pageQuery, 'query');
+  // a selection of 1000 event_ids is ~40 KB of JSON
+  const jsonBody = express.json({ limit: '64kb', strict: true, type: () => true });
+  const trail = validator<Query>(trailQuery, 'query');
+  const entradas = validator<Query>(entradasQuery, 'query');
+  const replay = validator<{ apos_sequence: string; tipos?: string }>(replayQuery, 'query');
+  const idParam = validator<{ id: string }>(uuidParam('id'), 'path');
+  const reprocessamento = validator<Body>(reprocessamentoBody, 'body');
+  const estacionar = validator<Body & { motivo: string }>(estacionarBody, 'body');
+  const reabrir = validator<Body>(reabrirBody, 'body');
+  const requests = d.requests ?? new RunningRequests(logger);
+  const reprocessOptions = (operator: Operator) => ({
+    solicitante: operator.sub,
+    intervaloMinimoMs: c.AUDIT_REPROCESS_INTERVAL_SECONDS * 1000,
+    maxReprocessamentos: c.AUDIT_REPROCESS_MAX_ROUNDS,
+  });
   const coloniaQ = validator<{ colonia: string }>(coloniaQuery, 'query');
   const none = validator<Query>(emptyQuery, 'query');
   const eventIdParam = validator<{ eventId: string }>(uuidParam('eventId'), 'path');
@@ -177,34 +201,128 @@ export function createAuditApp(d: AuditAppDeps): express.Express {
   });
 
   guard.get('/api/events/dlq/reprocessamentos', async (req, res) => {
-    const q = page(req.query);
+    const q = trail(req.query);
     res.json(
       await bus.listarReprocessamentosDLQ({
         ...(q.colonia ? { colonia: q.colonia } : {}),
+        ...(q.acao ? { acao: q.acao as 'reprocessar' } : {}),
+        ...(q.event_id ? { event_id: q.event_id } : {}),
         limite: int(q.limite),
         deslocamento: int(q.deslocamento),
       }),
     );
   });
 
-  const jsonBody = express.json({ limit: '4kb', strict: true, type: () => true });
+  guard.get('/api/events/dlq/reprocessamentos/:id', async (req, res) => {
+    none(req.query);
+    const { id } = idParam(req.params);
+    const row = await bus.obterReprocessamentoDLQ(id);
+    if (!row) throw new HttpProblem(404, 'pedido-nao-encontrado', 'Not found', 'no action with this id');
+    res.json(row);
+  });
+
+  guard.get('/api/events/dlq/resumo', async (req, res) => {
+    none(req.query);
+    res.json(await bus.obterResumoDLQ());
+  });
+
+  guard.get('/api/events/dlq/entradas', async (req, res) => {
+    const q = entradas(req.query);
+    res.locals.colonia = q.colonia;
+    const { limite, deslocamento, status, ...selecao } = q;
+    res.json(
+      await bus.listarEntradasDLQ({
+        ...(selecao as unknown as SelecaoDLQ),
+        ...(status ? { status: status as 'pendente' } : {}),
+        limite: int(limite),
+        deslocamento: int(deslocamento),
+      }),
+    );
+  });
+
+  guard.get('/api/events/dlq/entradas/:eventId', async (req, res) => {
+    none(req.query);
+    const { eventId } = eventIdParam(req.params);
+    const [entradasDoEvento, evento, acoes] = await Promise.all([
+      bus.obterEntradasDLQ(eventId),
+      bus.obterEventoPorId(eventId),
+      bus.listarReprocessamentosDLQ({ event_id: eventId, limite: 100 }),
+    ]);
+    if (entradasDoEvento.length === 0)
+      throw new HttpProblem(404, 'entrada-nao-encontrada', 'Not found', 'no DLQ entry for this event');
+    res.json({ event_id: eventId, evento, entradas: entradasDoEvento, acoes: acoes.linhas });
+  });
+
+  // Reprocessing v2 (docs/reprocessing.md): a dry run answers 200 with the plan; a request is
+  // claimed and audited before 202 answers, then sent paced in the background.
+  guard.post('/api/events/dlq/reprocessamentos', requireJson, jsonBody, async (req, res) => {
+    none(req.query);
+    const { max, taxa, dry_run, ...selecao } = reprocessamento(req.body);
+    res.locals.colonia = selecao.colonia;
+    const operator = res.locals.operator as Operator;
+    const opcoes = {
+      ...reprocessOptions(operator),
+      ...(max !== undefined ? { maxEventos: max } : {}),
+      ...(taxa !== undefined ? { taxa } : {}),
+    };
+    if (dry_run) {
+      res.json(await bus.simularReprocessamentoDLQ(selecao, opcoes));
+      return;
+    }
+    const started = await throttled(operator, () =>
+      requests.start((sinal) => bus.iniciarReprocessamentoDLQ(selecao, { ...opcoes, sinal })),
+    );
+    const { concluido: _done, ...claim } = started;
+    res
+      .status(202)
+      .location(`/api/events/dlq/reprocessamentos/${started.pedido_id}`)
+      .json({
+        ...claim,
+        resultado: 'em_andamento',
+        acompanhar: `/api/events/dlq/reprocessamentos/${started.pedido_id}`,
+      });
+  });
+
+  guard.post('/api/events/dlq/estacionar', requireJson, jsonBody, async (req, res) => {
+    none(req.query);
+    const { max, dry_run, motivo, ...selecao } = estacionar(req.body);
+    res.locals.colonia = selecao.colonia;
+    const operator = res.locals.operator as Operator;
+    res.json(
+      await bus.estacionarDLQ(selecao, motivo, {
+        solicitante: operator.sub,
+        ...(max !== undefined ? { maxEventos: max } : {}),
+        simular: dry_run === true,
+      }),
+    );
+  });
+
+  guard.post('/api/events/dlq/reabrir', requireJson, jsonBody, async (req, res) => {
+    none(req.query);
+    const { max, dry_run, ...selecao } = reabrir(req.body);
+    res.locals.colonia = selecao.colonia;
+    const operator = res.locals.operator as Operator;
+    res.json(
+      await bus.reabrirDLQ(selecao, {
+        solicitante: operator.sub,
+        ...(max !== undefined ? { maxEventos: max } : {}),
+        simular: dry_run === true,
+      }),
+    );
+  });
+
+  // The log as NDJSON, from a sequence up to the last one at the start (the CLI's `replay`).
+  guard.get('/api/events/replay', async (req, res) => {
+    const q = replay(req.query);
+    await streamReplay(bus, res, BigInt(q.apos_sequence), q.tipos?.split(','), logger);
+  });
+
   guard.post('/api/events/dlq/reprocessar', requireJson, jsonBody, async (req, res) => {
     none(req.query);
     const { colonia } = reprocessar(req.body);
     res.locals.colonia = colonia;
     const operator = res.locals.operator as Operator;
-    try {
-      const result = await bus.reprocessarPendentesDLQ(colonia, {
-        solicitante: operator.sub,
-        intervaloMinimoMs: c.AUDIT_REPROCESS_INTERVAL_SECONDS * 1000,
-      });
-      res.json(result);
-    } catch (err) {
-      if (!(err instanceof ThrottledError)) throw err;
-      throw new Denied(429, 'reprocessamento-limitado', 'Too many requests', err.message, 'throttle', operator.sub, {
-        'Retry-After': String(Math.ceil(err.retryAfterMs / 1000)),
-      });
-    }
+    res.json(await throttled(operator, () => bus.reprocessarPendentesDLQ(colonia, reprocessOptions(operator))));
   });
 
   guard.get('/api/events/:eventId', async (req, res) => {
@@ -221,6 +339,20 @@ export function createAuditApp(d: AuditAppDeps): express.Express {
   );
   app.use(problemHandler(logger));
   return app;
+}
+
+type Body = SelecaoDLQ & { max?: number; taxa?: number; dry_run?: boolean };
+
+/** A reprocessing call; the colony's throttle becomes a 429 with Retry-After. */
+async function throttled<T>(operator: Operator, call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (err) {
+    if (!(err instanceof ThrottledError)) throw err;
+    throw new Denied(429, 'reprocessamento-limitado', 'Too many requests', err.message, 'throttle', operator.sub, {
+      'Retry-After': String(Math.ceil(err.retryAfterMs / 1000)),
+    });
+  }
 }
 
 const rateLimited = (retryAfterMs: number): Denied =>

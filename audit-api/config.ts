@@ -43,6 +43,12 @@ export const auditEnv = {
     default: 60,
     doc: 'Minimum time between two accepted reprocessing requests for one colony, in seconds.',
   }),
+  AUDIT_REPROCESS_MAX_ROUNDS: env.int({
+    min: 1,
+    max: 1000,
+    default: 5,
+    doc: 'Loop guard: a DLQ entry sent back this many times without success becomes failed_permanent at its next selection.',
+  }),
 };
 
 export type AuditConfig = EnvValues<typeof auditEnv>;

@@ -10,6 +10,7 @@ import { onShutdown, runMain } from '../sdk/service';
 import { createAuditApp } from './app';
 import { loadAuditConfig } from './config';
 import { AuditMetrics } from './metrics';
+import { RunningRequests } from './running-requests';
 import { listenAuditServer } from './server';
 
 async function main(): Promise<void> {
@@ -29,13 +30,15 @@ async function main(): Promise<void> {
     metricsRegistry: registry,
   });
   const metrics = new AuditMetrics(registry);
-  const app = createAuditApp({ bus, pool, config: cfg, logger, metrics });
+  const requests = new RunningRequests(logger);
+  const app = createAuditApp({ bus, pool, config: cfg, logger, metrics, requests });
   const server = await listenAuditServer(app, logger, metrics, cfg.AUDIT_API_PORT, '0.0.0.0');
   logger.info('audit API listening', { port: cfg.AUDIT_API_PORT });
 
   onShutdown(logger, async () => {
     server.close();
     server.closeIdleConnections();
+    await requests.stopAll(); // paced reprocessing: unsent entries back to pendente
     await bus.encerrar();
     await pool.end();
   });

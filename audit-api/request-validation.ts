@@ -1,4 +1,5 @@
 import type { ErrorObject, ValidateFunction } from 'ajv';
+import { FINGERPRINT_RE, HANDLER_SELECTOR_RE, MAX_EVENTOS_ACAO, MAX_IDS_SELECAO } from '../sdk';
 import { createAjv, COLONY_CODE_RE } from '../sdk/wire';
 import { Denied } from './problem';
 
@@ -30,12 +31,6 @@ export const consultarEventosQuery = {
   },
 } as const;
 
-export const pageQuery = {
-  type: 'object',
-  additionalProperties: false,
-  properties: { colonia: COLONY, limite: LIMITE, deslocamento: DESLOCAMENTO },
-} as const;
-
 export const coloniaQuery = {
   type: 'object',
   additionalProperties: false,
@@ -54,6 +49,87 @@ export const reprocessarBody = {
   additionalProperties: false,
   required: ['colonia'],
   properties: { colonia: COLONY },
+} as const;
+
+/** The selection of reprocessing v2 (sdk/reprocessing/dlq-selection.ts), as JSON body fields. */
+const SELECTION = {
+  colonia: COLONY,
+  manipulador: { type: 'string', pattern: HANDLER_SELECTOR_RE.source },
+  event_ids: { type: 'array', minItems: 1, maxItems: MAX_IDS_SELECAO, items: UUID },
+  fingerprint: { type: 'string', pattern: FINGERPRINT_RE.source },
+  falhou_desde: TIMESTAMP,
+  falhou_ate: TIMESTAMP,
+} as const;
+const MAX = { type: 'integer', minimum: 1, maximum: MAX_EVENTOS_ACAO } as const;
+
+/** Body of `POST /api/events/dlq/reprocessamentos`. */
+export const reprocessamentoBody = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['colonia'],
+  properties: {
+    ...SELECTION,
+    max: MAX,
+    taxa: { type: 'number', minimum: 0.1, maximum: 10000 },
+    dry_run: { type: 'boolean' },
+  },
+} as const;
+
+/** Body of `POST /api/events/dlq/estacionar`: a selection and the reason. */
+export const estacionarBody = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['colonia', 'motivo'],
+  properties: { ...SELECTION, max: MAX, dry_run: { type: 'boolean' }, motivo: { type: 'string', maxLength: 500 } },
+} as const;
+
+/** Body of `POST /api/events/dlq/reabrir`. */
+export const reabrirBody = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['colonia'],
+  properties: { ...SELECTION, max: MAX, dry_run: { type: 'boolean' } },
+} as const;
+
+/** Query of `GET /api/events/dlq/entradas`: the selection's single-valued fields, a state, a page. */
+export const entradasQuery = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['colonia'],
+  properties: {
+    colonia: COLONY,
+    manipulador: SELECTION.manipulador,
+    fingerprint: SELECTION.fingerprint,
+    falhou_desde: TIMESTAMP,
+    falhou_ate: TIMESTAMP,
+    status: { type: 'string', enum: ['pendente', 'retrying', 'resolved', 'failed_permanent'] },
+    limite: LIMITE,
+    deslocamento: DESLOCAMENTO,
+  },
+} as const;
+
+/** Query of `GET /api/events/dlq/reprocessamentos`. */
+export const trailQuery = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    colonia: COLONY,
+    acao: { type: 'string', enum: ['reprocessar', 'estacionar', 'reabrir'] },
+    event_id: UUID,
+    limite: LIMITE,
+    deslocamento: DESLOCAMENTO,
+  },
+} as const;
+
+/** Query of `GET /api/events/replay`: from a sequence (exclusive), optionally some types (comma-separated). */
+export const replayQuery = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['apos_sequence'],
+  properties: {
+    apos_sequence: SEQUENCE,
+    tipos: { type: 'string', minLength: 1, maxLength: 2000, pattern: '^[A-Za-z0-9_.-]+(,[A-Za-z0-9_.-]+)*$' },
+  },
 } as const;
 
 const ajv = createAjv();
@@ -103,6 +179,21 @@ function describe(e: ErrorObject, where: string): string {
     return `${where}.${field}: must be a non-negative integer below 10^9`;
   if (e.keyword === 'pattern' && /^sequence_/.test(field))
     return `${where}.${field}: must be an integer from 0 to 9223372036854775807`;
+  if (field === 'manipulador')
+    return `${where}.${field}: must be a handler name: 1-255 letters, digits or _$#.,:- (at most 6 digits)`;
+  if (field === 'fingerprint') return `${where}.${field}: must be 12 lowercase hex digits (an erro_fingerprint)`;
+  if (field === 'tipos') return `${where}.${field}: must be event type names separated by commas`;
+  if (e.keyword === 'enum')
+    return `${where}.${field}: must be one of ${((e.params as { allowedValues: string[] }).allowedValues ?? []).join(', ')}`;
+  if (
+    e.keyword === 'type' ||
+    e.keyword === 'minimum' ||
+    e.keyword === 'maximum' ||
+    e.keyword === 'minItems' ||
+    e.keyword === 'maxItems' ||
+    e.keyword === 'maxLength'
+  )
+    return `${where}.${field}: ${e.message ?? 'is invalid'}`;
   if (field === 'tipo')
     return `${where}.${field}: must be an event type name of characters [A-Za-z0-9_.-] (255 at most)`;
   if (e.keyword === 'pattern')

@@ -5,6 +5,7 @@ import { createAuditApp, type AuditAppConfig } from '../../audit-api/app';
 import { loadAuditConfig, tokenOptions } from '../../audit-api/config';
 import { AuditMetrics } from '../../audit-api/metrics';
 import { signOperatorToken } from '../../audit-api/operator-auth';
+import { RunningRequests } from '../../audit-api/running-requests';
 import { listenAuditServer } from '../../audit-api/server';
 import { type EventBus, jsonLogger } from '../../sdk';
 import { registerCleanup, type TestDatabase } from './index';
@@ -20,6 +21,8 @@ export interface TestAuditApi {
   url: string;
   /** Every log line the API wrote. */
   logs: string[];
+  /** Paced reprocessing requests still running in this API. */
+  requests: RunningRequests;
   /** `fetch` against the API, with an operator token unless `token` is given (`null`: none). */
   call(path: string, init?: RequestInit & { token?: string | null }): Promise<Response>;
 }
@@ -45,20 +48,29 @@ export async function startTestAuditApi(
   const logs: string[] = [];
   const logger = jsonLogger('audit-api', 'info', (l) => logs.push(l));
   const metrics = new AuditMetrics();
-  const app = createAuditApp({ bus, pool: db.pool, config: { ...defaultTestAuditConfig, ...config }, logger, metrics });
+  const requests = new RunningRequests(logger);
+  const app = createAuditApp({
+    bus,
+    pool: db.pool,
+    config: { ...defaultTestAuditConfig, ...config },
+    logger,
+    metrics,
+    requests,
+  });
   const server = await listenAuditServer(app, logger, metrics, 0, '127.0.0.1');
-  registerCleanup(
-    () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  );
+  registerCleanup(async () => {
+    await requests.stopAll();
+    await new Promise<void>((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    });
+  });
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const token = await operatorToken();
   return {
     url,
     logs,
+    requests,
     call: (path, init = {}) => {
       const { token: t, ...rest } = init;
       const headers = new Headers(rest.headers);
