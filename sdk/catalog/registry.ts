@@ -13,6 +13,8 @@ export interface SchemaRegistry {
   compatible(subject: string, schema: string): Promise<{ compatible: boolean; messages: string[] }>;
   setCompatibility(subject: string, level: 'BACKWARD' | 'BACKWARD_TRANSITIVE' | 'FULL' | 'NONE'): Promise<void>;
   subjects(): Promise<string[]>;
+  /** The subject's latest version (schema text), or `undefined` when it has none. */
+  latest(subject: string): Promise<{ id: number; version: number; schema: string } | undefined>;
 }
 
 export interface OpcoesRegistroConfluent {
@@ -82,6 +84,19 @@ export class ConfluentSchemaRegistry implements SchemaRegistry {
 
   async subjects(): Promise<string[]> {
     return this.request<string[]>('GET', '/subjects');
+  }
+
+  async latest(subject: string): Promise<{ id: number; version: number; schema: string } | undefined> {
+    try {
+      const r = await this.request<{ id: number; version: number; schema: string }>(
+        'GET',
+        `/subjects/${enc(subject)}/versions/latest`,
+      );
+      return { id: r.id, version: r.version, schema: r.schema };
+    } catch (err) {
+      if (err instanceof RegistryError && err.status === 404) return undefined;
+      throw err;
+    }
   }
 
   private async request<T>(method: string, path: string, body?: unknown): Promise<T> {

@@ -63,4 +63,5 @@ export { createAjv } from '../catalog/ajv';
 export { COLONY_SCHEMA_RE } from '../catalog/colony-schema';
 export { ConfluentSchemaRegistry, type OpcoesRegistroConfluent, type SchemaRegistry } from '../catalog/registry';
 export { checkSchemas, syncSchemas, type SchemaSyncEntry } from '../catalog/schema-sync';
+export { diffSchemas, type SchemaChange } from '../catalog/schema-diff';
 export { reprocessMessage, type OpcoesReprocesso } from '../reprocessing/reprocessing';
