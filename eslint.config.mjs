@@ -7,7 +7,7 @@ import tseslint from 'typescript-eslint';
  * the SDK only through its public entry points — `sdk` (colonies), `sdk/wire` (the contract
  * the platform shares), `sdk/service` (process plumbing), `sdk/testing` — never a file inside
  * it. The SDK never imports a server-side component. The bridge and the audit API never import
- * each other.
+ * each other. The CLI imports no server component (it speaks HTTP to the audit API).
  */
 const SDK_INTERNALS = {
   regex: '(^|/)sdk/(?!(wire|service|testing)$).+',
@@ -61,6 +61,26 @@ const boundaries = [
       ],
     },
   },
+  {
+    // the CLI reaches DLQ, events and replay through the audit API over HTTP (so its guard,
+    // throttle and audit apply), and Kafka and the registry through the SDK's entry points
+    files: ['cli/**/*.ts'],
+    ignores: ['cli/**/*.test.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            SDK_INTERNALS,
+            {
+              regex: '^(\\.\\./)+(bridge|audit-api|migrations)(/|$)',
+              message: 'the CLI talks to the audit API over HTTP; it never imports a server component',
+            },
+          ],
+        },
+      ],
+    },
+  },
 ];
 
 export default tseslint.config(
@@ -75,6 +95,7 @@ export default tseslint.config(
       '*.config.mjs',
       'scripts/*.js',
       'scripts/*.mjs',
+      'cli/bin/*.cjs',
     ],
   },
   js.configs.recommended,

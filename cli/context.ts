@@ -1,0 +1,48 @@
+import { Kafka, logLevel } from 'kafkajs';
+import { ConfluentSchemaRegistry, TopicNames } from '../sdk/wire';
+import { AuditApiClient } from './api-client';
+import { CliError, EXIT } from './exit-codes';
+import type { Output } from './output';
+
+/** The global options every command sees (flags win over environment variables). */
+export interface GlobalOptions {
+  api: string;
+  token?: string;
+  json?: boolean;
+  brokers: string;
+  registry: string;
+  namespace: string;
+}
+
+/** What a command needs, made lazily: a command that talks to the API never connects to Kafka. */
+export class Context {
+  readonly out: Output;
+
+  constructor(
+    readonly o: GlobalOptions,
+    io: { out: NodeJS.WritableStream; err: NodeJS.WritableStream },
+  ) {
+    this.out = { json: o.json === true, ...io };
+  }
+
+  api(): AuditApiClient {
+    return new AuditApiClient({ url: this.o.api, token: this.o.token });
+  }
+
+  kafka(): Kafka {
+    const brokers = this.o.brokers
+      .split(',')
+      .map((b) => b.trim())
+      .filter(Boolean);
+    if (brokers.length === 0) throw new CliError('no Kafka brokers: set KAFKA_BROKERS or pass --brokers', EXIT.USAGE);
+    return new Kafka({ clientId: 'feromonios-cli', brokers, logLevel: logLevel.NOTHING, retry: { retries: 3 } });
+  }
+
+  registry(): ConfluentSchemaRegistry {
+    return new ConfluentSchemaRegistry({ url: this.o.registry });
+  }
+
+  topics(): TopicNames {
+    return new TopicNames(this.o.namespace);
+  }
+}
