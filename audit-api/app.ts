@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import type pg from 'pg';
-import { type EventBus, ThrottledError, type Logger, type SelecaoDLQ } from '../sdk';
+import { type EventBus, ThrottledError, type Logger, type MotivoEstacionamento, type SelecaoDLQ } from '../sdk';
 import { AddressSet, clientAddress } from './client-address';
 import { tokenOptions, type AuditConfig } from './config';
 import type { AuditMetrics } from './metrics';
@@ -156,7 +156,7 @@ export function createAuditApp(d: AuditAppDeps): express.Express {
   const replay = validator<{ apos_sequence: string; tipos?: string }>(replayQuery, 'query');
   const idParam = validator<{ id: string }>(uuidParam('id'), 'path');
   const reprocessamento = validator<Body>(reprocessamentoBody, 'body');
-  const estacionar = validator<Body & { motivo: string }>(estacionarBody, 'body');
+  const estacionar = validator<Body & { motivo: MotivoEstacionamento; referencia?: string }>(estacionarBody, 'body');
   const reabrir = validator<Body>(reabrirBody, 'body');
   const requests = d.requests ?? new RunningRequests(logger);
   const reprocessOptions = (operator: Operator) => ({
@@ -285,15 +285,19 @@ export function createAuditApp(d: AuditAppDeps): express.Express {
 
   guard.post('/api/events/dlq/estacionar', requireJson, jsonBody, async (req, res) => {
     none(req.query);
-    const { max, dry_run, motivo, ...selecao } = estacionar(req.body);
+    const { max, dry_run, motivo, referencia, ...selecao } = estacionar(req.body);
     res.locals.colonia = selecao.colonia;
     const operator = res.locals.operator as Operator;
     res.json(
-      await bus.estacionarDLQ(selecao, motivo, {
-        solicitante: operator.sub,
-        ...(max !== undefined ? { maxEventos: max } : {}),
-        simular: dry_run === true,
-      }),
+      await bus.estacionarDLQ(
+        selecao,
+        { motivo, ...(referencia ? { referencia } : {}) },
+        {
+          solicitante: operator.sub,
+          ...(max !== undefined ? { maxEventos: max } : {}),
+          simular: dry_run === true,
+        },
+      ),
     );
   });
 

@@ -1,5 +1,12 @@
 import type { ErrorObject, ValidateFunction } from 'ajv';
-import { FINGERPRINT_RE, HANDLER_SELECTOR_RE, MAX_EVENTOS_ACAO, MAX_IDS_SELECAO } from '../sdk';
+import {
+  FINGERPRINT_RE,
+  HANDLER_SELECTOR_RE,
+  MAX_EVENTOS_ACAO,
+  MAX_IDS_SELECAO,
+  MOTIVOS_ESTACIONAMENTO,
+  REFERENCIA_RE,
+} from '../sdk';
 import { createAjv, COLONY_CODE_RE } from '../sdk/wire';
 import { Denied } from './problem';
 
@@ -75,12 +82,18 @@ export const reprocessamentoBody = {
   },
 } as const;
 
-/** Body of `POST /api/events/dlq/estacionar`: a selection and the reason. */
+/** Body of `POST /api/events/dlq/estacionar`: a selection and the reason (a code, and a ticket reference). */
 export const estacionarBody = {
   type: 'object',
   additionalProperties: false,
   required: ['colonia', 'motivo'],
-  properties: { ...SELECTION, max: MAX, dry_run: { type: 'boolean' }, motivo: { type: 'string', maxLength: 500 } },
+  properties: {
+    ...SELECTION,
+    max: MAX,
+    dry_run: { type: 'boolean' },
+    motivo: { type: 'string', enum: [...MOTIVOS_ESTACIONAMENTO] },
+    referencia: { type: 'string', pattern: REFERENCIA_RE.source },
+  },
 } as const;
 
 /** Body of `POST /api/events/dlq/reabrir`. */
@@ -182,6 +195,7 @@ function describe(e: ErrorObject, where: string): string {
   if (field === 'manipulador')
     return `${where}.${field}: must be a handler name: 1-255 letters, digits or _$#.,:- (at most 6 digits)`;
   if (field === 'fingerprint') return `${where}.${field}: must be 12 lowercase hex digits (an erro_fingerprint)`;
+  if (field === 'referencia') return `${where}.${field}: must be a ticket reference like OPS-77 (KEY-number)`;
   if (field === 'tipos') return `${where}.${field}: must be event type names separated by commas`;
   if (e.keyword === 'enum')
     return `${where}.${field}: must be one of ${((e.params as { allowedValues: string[] }).allowedValues ?? []).join(', ')}`;

@@ -176,7 +176,7 @@ describe('feromonios CLI (real services)', () => {
       [['dlq', 'reprocess', 'C-1', '--rate', '0', '--yes'], 'must be a number from 0.1 to 10000'],
       [['dlq', 'reprocess', 'C-1', '--max', '10001', '--yes'], 'must be an integer from 1 to 10000'],
       [['replay', '--from-seq', '-1'], 'must be a sequence number'],
-      [['dlq', 'park', 'C-1', '--ids', '1c9c2b4e-0000-4000-8000-000000000000'], "required option '--reason <text>'"],
+      [['dlq', 'park', 'C-1', '--ids', '1c9c2b4e-0000-4000-8000-000000000000'], "required option '--reason <code>'"],
     ] as const) {
       const r = await cli([...args]);
       expect(`${args.join(' ')} → ${r.code}`).toBe(`${args.join(' ')} → 2`);
@@ -291,7 +291,7 @@ describe('feromonios CLI (real services)', () => {
     const trail = await trailCount();
     for (const args of [
       ['dlq', 'reprocess', 'C-1'],
-      ['dlq', 'park', 'C-1', '--reason', 'servico desativado'],
+      ['dlq', 'park', 'C-1', '--reason', 'colonia-retirada'],
       ['dlq', 'reopen', 'C-1'],
     ]) {
       const r = await cli(args);
@@ -361,15 +361,25 @@ describe('feromonios CLI (real services)', () => {
     expect(handled.filter((h) => h.event_id === id && h.reprocessado)).toHaveLength(2);
   });
 
-  it('park with a reason, reopen with a fresh budget; a reason holding personal data is refused; every action in history', async () => {
+  it('park with a reason code and a ticket, reopen with a fresh budget; free text as a reason is refused; every action in history', async () => {
     const list = json<{ linhas: Array<{ event_id: string }> }>(
       await cli(['--json', 'dlq', 'list', 'C-1', '--status', 'pendente']),
     );
     const [a, b] = list.linhas.map((l) => l.event_id);
-    const refused = await cli(['dlq', 'park', 'C-1', '--ids', a!, '--reason', 'cidadã 123.456.789-09 reclamou']);
-    expect(refused.code).toBe(2);
-    expect(refused.stderr).toContain('personal data');
+    // the reason is a code and a ticket reference: free text (which could name a citizen) never gets in
+    const trail = await trailCount();
+    for (const [args, text] of [
+      [['--reason', 'cidadã 123.456.789-09 reclamou'], 'Allowed choices are colonia-retirada'],
+      [['--reason', 'outro', '--ref', 'Maria Aparecida'], 'must be a ticket reference like OPS-77'],
+      [['--reason', 'outro', '--ref', 'maria@cidade.br'], 'must be a ticket reference like OPS-77'],
+      [['--reason', 'outro'], "referencia is required when motivo is 'outro'"],
+    ] as const) {
+      const refused = await cli(['dlq', 'park', 'C-1', '--ids', a!, ...args]);
+      expect(`${args.join(' ')} → ${refused.code}`).toBe(`${args.join(' ')} → 2`);
+      expect(refused.stderr).toContain(text);
+    }
     expect((await entry(a!, 'C-1'))?.status).toBe('pendente');
+    expect(await trailCount()).toBe(trail);
 
     const dry = json<{ simulacao: boolean; event_ids: string[]; afetados: number }>(
       await cli([
@@ -380,7 +390,9 @@ describe('feromonios CLI (real services)', () => {
         '--ids',
         `${a},${b}`,
         '--reason',
-        'priorizacao retired, ticket OPS-77',
+        'colonia-retirada',
+        '--ref',
+        'OPS-77',
         '--dry-run',
       ]),
     );
@@ -394,13 +406,15 @@ describe('feromonios CLI (real services)', () => {
       '--ids',
       `${a},${b}`,
       '--reason',
-      'priorizacao retired, ticket OPS-77',
+      'colonia-retirada',
+      '--ref',
+      'OPS-77',
     ]);
     expect(parked.code).toBe(0);
     expect(parked.stderr).toContain('parked 2');
     expect(await entry(a!, 'C-1')).toMatchObject({
       status: 'failed_permanent',
-      motivo: 'priorizacao retired, ticket OPS-77',
+      motivo: 'parked: colonia-retirada (OPS-77)',
     });
     // a parked entry is not reprocessed
     const plan = json<{ eventos: Array<{ event_id: string }> }>(

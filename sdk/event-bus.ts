@@ -37,7 +37,7 @@ import {
   type SimulacaoReprocessamento,
 } from './reprocessing/dlq-reprocessing';
 import { DlqEntries, type EntradaDLQ, type FiltrosEntradasDLQ, type ResumoDLQ } from './reprocessing/dlq-entries';
-import type { SelecaoDLQ } from './reprocessing/dlq-selection';
+import type { MotivoEstacionamento, SelecaoDLQ } from './reprocessing/dlq-selection';
 import { ColonySubscriber, type ManipuladorEvento, type OpcoesInscricao } from './consuming/subscriber';
 import { TopicNames } from './wire/topics';
 
@@ -376,8 +376,15 @@ export class EventBus implements Barramento {
     return this.reprocessador().simular(selecao, opcoes);
   }
 
-  /** Parks the selected `pendente` entries as `failed_permanent` with `motivo` (no personal data). Audited. */
-  estacionarDLQ(selecao: SelecaoDLQ, motivo: string, opcoes: OpcoesAcaoDLQ = {}): Promise<ResultadoAcaoDLQ> {
+  /**
+   * Parks the selected `pendente` entries as `failed_permanent`, the reason a code of
+   * `MOTIVOS_ESTACIONAMENTO` plus an optional ticket reference (never free text). Audited.
+   */
+  estacionarDLQ(
+    selecao: SelecaoDLQ,
+    motivo: { motivo: MotivoEstacionamento; referencia?: string },
+    opcoes: OpcoesAcaoDLQ = {},
+  ): Promise<ResultadoAcaoDLQ> {
     return this.reprocessador().estacionar(selecao, motivo, opcoes);
   }
 

@@ -76,8 +76,10 @@ export {
   HANDLER_SELECTOR_RE,
   MAX_EVENTOS_ACAO,
   MAX_IDS_SELECAO,
-  motivoProblem,
+  MOTIVOS_ESTACIONAMENTO,
+  REFERENCIA_RE,
   selecaoInteira,
+  type MotivoEstacionamento,
   type SelecaoDLQ,
 } from './reprocessing/dlq-selection';
 // types that appear in the bus's public signatures (bus.catalog, bus.topics, bus.registry)

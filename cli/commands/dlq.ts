@@ -1,6 +1,7 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import { SingleBar } from 'cli-progress';
 import { Command, Option } from 'commander';
+import { MOTIVOS_ESTACIONAMENTO } from '../../sdk';
 import type {
   EntradaDLQ,
   RegistroReprocessamento,
@@ -254,12 +255,20 @@ export function dlqCommand(ctx: () => Context): Command {
       .description('mark pending entries failed_permanent with a reason (reopen undoes it)')
       .argument('<colonia>', 'colony code'),
   )
-    .requiredOption('--reason <text>', 'why (stored and audited; no personal data: describe the cause, not the person)')
+    .addOption(
+      new Option('--reason <code>', 'why (a code: free text could name a citizen)')
+        .choices([...MOTIVOS_ESTACIONAMENTO])
+        .makeOptionMandatory(),
+    )
+    .option('--ref <ticket>', 'ticket reference, e.g. OPS-77 (required with --reason outro)')
     .option('--max <n>', 'at most this many entries', integer(1, 10_000))
     .option('--dry-run', 'show which entries would be parked, change nothing')
     .option('--yes', 'confirm parking every pending entry of the colony')
-    .action((colonia: string, f: SelectionFlags & { reason: string; max?: number; dryRun?: boolean; yes?: boolean }) =>
-      transition(ctx(), 'estacionar', colonia, f, { motivo: f.reason }),
+    .action(
+      (
+        colonia: string,
+        f: SelectionFlags & { reason: string; ref?: string; max?: number; dryRun?: boolean; yes?: boolean },
+      ) => transition(ctx(), 'estacionar', colonia, f, { motivo: f.reason, ...(f.ref ? { referencia: f.ref } : {}) }),
     );
 
   withSelection(

@@ -5,7 +5,14 @@ import type { SchemaCatalog } from '../catalog/catalog';
 import { readDeadLetterOriginals } from './dlq-topic-reader';
 import { FeromoniosError, ThrottledError } from '../errors';
 import { sleep } from '../runtime/retry';
-import { condicaoSelecao, MAX_EVENTOS_ACAO, motivoProblem, validarSelecao, type SelecaoDLQ } from './dlq-selection';
+import {
+  condicaoSelecao,
+  MAX_EVENTOS_ACAO,
+  motivoEstacionamento,
+  validarSelecao,
+  type MotivoEstacionamento,
+  type SelecaoDLQ,
+} from './dlq-selection';
 import type { Logger } from '../runtime/logger';
 import type { SdkMetrics } from '../runtime/metrics';
 import { eventoDoLog, LIMITE_MAXIMO, type LogRow } from '../log/event-log-reader';
@@ -285,13 +292,17 @@ export class DlqReprocessor {
   }
 
   /**
-   * Parks the selected `pendente` entries: `failed_permanent` with the operator's reason in
-   * `motivo` (checked by `motivoProblem`: no personal data). Audited; `simular` changes nothing.
+   * Parks the selected `pendente` entries: `failed_permanent`, with `motivo` saying why — a
+   * code of `MOTIVOS_ESTACIONAMENTO` and an optional ticket reference, never free text (it
+   * could name a citizen). Audited; `simular` changes nothing.
    */
-  estacionar(selecao: SelecaoDLQ, motivo: string, opcoes: OpcoesAcaoDLQ = {}): Promise<ResultadoAcaoDLQ> {
-    const problem = motivoProblem(motivo);
-    if (problem) throw new FeromoniosError('BAD_REQUEST', `motivo ${problem}`);
-    return this.transition('estacionar', selecao, opcoes, motivo.trim());
+  estacionar(
+    selecao: SelecaoDLQ,
+    motivo: { motivo: MotivoEstacionamento; referencia?: string },
+    opcoes: OpcoesAcaoDLQ = {},
+  ): Promise<ResultadoAcaoDLQ> {
+    const text = motivoEstacionamento(motivo?.motivo, motivo?.referencia);
+    return this.transition('estacionar', selecao, opcoes, text, motivo);
   }
 
   /**
@@ -568,6 +579,7 @@ export class DlqReprocessor {
     selecao: SelecaoDLQ,
     opcoes: OpcoesAcaoDLQ,
     motivo?: string,
+    pedido_motivo?: { motivo: MotivoEstacionamento; referencia?: string },
   ): Promise<ResultadoAcaoDLQ> {
     const solicitante = opcoes.solicitante ?? defaultOpcoesReprocessamento.solicitante;
     const maxEventos = opcoes.maxEventos ?? defaultOpcoesReprocessamento.maxEventos;
@@ -613,7 +625,7 @@ export class DlqReprocessor {
           {
             ...selectionOf(sel),
             max: maxEventos,
-            ...(motivo ? { motivo } : {}),
+            ...(pedido_motivo ? { motivo: pedido_motivo.motivo, referencia: pedido_motivo.referencia } : {}),
             ...(simulacao ? { dry_run: true } : {}),
           },
           eventIds,

@@ -1,6 +1,5 @@
 import { FeromoniosError } from '../errors';
-import { REDACTED, scrubText } from '../wire/error-text';
-import { colonyCodeProblem, isUuid, textProblem, timestampProblem } from '../wire/storable';
+import { colonyCodeProblem, isUuid, timestampProblem } from '../wire/storable';
 
 /**
  * Which entries of one colony's DLQ an operator action takes (docs/reprocessing.md). Every
@@ -92,19 +91,36 @@ export function condicaoSelecao(s: SelecaoDLQ, params: unknown[]): string {
 }
 
 /**
- * An operator's reason for parking entries, stored in `motivo` and the audit trail: 3-500
- * characters of storable text that the personal-data scrubber leaves unchanged (no e-mail
- * address, no run of 7+ digits, no coordinates). Refused rather than altered: the operator
- * rewrites it ("describe the cause, not the person").
+ * Why an operator parks entries: a code from this list, never free text — a sentence can name a
+ * citizen, and what cannot be scrubbed with certainty is not stored (DESIGN, "Error texts").
+ * The ticket reference (`referencia`) carries the story.
  */
-export function motivoProblem(v: unknown): string | undefined {
-  const text = textProblem(v, 500);
-  if (text) return text;
-  const s = (v as string).trim();
-  if (s.length < 3) return 'must be at least 3 characters';
-  // eslint-disable-next-line no-control-regex -- control characters are what this refuses
-  if (/[\u0000-\u001f\u007f]/.test(s)) return 'must be one line without control characters';
-  if (scrubText(s).includes(REDACTED))
-    return 'must not hold personal data (e-mail addresses, document or phone numbers, coordinates): describe the cause, not the person';
-  return undefined;
+export const MOTIVOS_ESTACIONAMENTO = [
+  /** The handler or the colony that failed is retired: nothing will process these. */
+  'colonia-retirada',
+  /** The event itself can never be processed (bad data upstream). */
+  'evento-invalido',
+  /** Already processed another way; a redrive would duplicate it. */
+  'duplicado',
+  /** Fixed by hand outside the platform. */
+  'corrigido-manualmente',
+  /** Stop redrives until a fix ships; reopen then. */
+  'aguardando-correcao',
+  /** None of the above: the reference says why. */
+  'outro',
+] as const;
+export type MotivoEstacionamento = (typeof MOTIVOS_ESTACIONAMENTO)[number];
+
+/** A ticket reference, Jira-style (`OPS-77`): an upper-case key and at most 6 digits. */
+export const REFERENCIA_RE = /^[A-Z][A-Z0-9]{1,9}-[0-9]{1,6}$/;
+
+/** The reason for parking, checked; throws `BAD_REQUEST`. Returns the text stored in `motivo`. */
+export function motivoEstacionamento(motivo: unknown, referencia?: unknown): string {
+  if (typeof motivo !== 'string' || !(MOTIVOS_ESTACIONAMENTO as readonly string[]).includes(motivo))
+    throw new FeromoniosError('BAD_REQUEST', `motivo must be one of ${MOTIVOS_ESTACIONAMENTO.join(', ')}`);
+  if (referencia !== undefined && (typeof referencia !== 'string' || !REFERENCIA_RE.test(referencia)))
+    throw new FeromoniosError('BAD_REQUEST', 'referencia must be a ticket reference like OPS-77 (KEY-number)');
+  if (motivo === 'outro' && referencia === undefined)
+    throw new FeromoniosError('BAD_REQUEST', "referencia is required when motivo is 'outro'");
+  return `parked: ${motivo}${referencia ? ` (${referencia})` : ''}`;
 }
