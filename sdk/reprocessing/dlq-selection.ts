@@ -112,7 +112,7 @@ export const MOTIVOS_ESTACIONAMENTO = [
 export type MotivoEstacionamento = (typeof MOTIVOS_ESTACIONAMENTO)[number];
 
 /** A ticket reference, Jira-style (`OPS-77`): an upper-case key and at most 6 digits. */
-export const REFERENCIA_RE = /^[A-Z][A-Z0-9]{1,9}-[0-9]{1,6}$/;
+export const REFERENCIA_RE = /^[A-Z]{2,10}-[0-9]{1,6}$/;
 
 /** The reason for parking, checked; throws `BAD_REQUEST`. Returns the text stored in `motivo`. */
 export function motivoEstacionamento(motivo: unknown, referencia?: unknown): string {
