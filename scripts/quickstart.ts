@@ -167,6 +167,9 @@ async function main(): Promise<void> {
     `audit API on http://127.0.0.1:${auditPort}: trace of the demo flow answered ${res.status} with ${trace.total} events (${trace.linhas.map((l) => `#${l.sequence_number} ${l.tipo}`).join(', ')})`,
   );
   log(`try it (demo operator token, valid 8 h): curl -H "Authorization: Bearer ${token}" ${traceUrl}`);
+  log(
+    `or with the CLI: FEROMONIOS_API_URL=http://127.0.0.1:${auditPort} FEROMONIOS_TOKEN=${token} npx feromonios events trace ${correlacao_id} (docs/cli.md)`,
+  );
 
   const shutdown = async (): Promise<void> => {
     auditServer.closeAllConnections();

@@ -5,7 +5,7 @@ import { serviceEnv, testKafka, topicMessageCount, waitFor } from '../../test/ha
 import { SAMPLE_PAYLOADS } from '../testing';
 import { retirarColonia } from './retire-colony';
 
-describe('retirarColonia (npm run colony:retire)', () => {
+describe('retirarColonia (npm run colony:retire, feromonios topics remove-colony)', () => {
   it('refuses while the colony consumes, then removes its DLQ and reprocessing topics and its group, once', async () => {
     const bus = await createTestBus();
     const topics = bus.topics;
@@ -54,12 +54,12 @@ describe('retirarColonia (npm run colony:retire)', () => {
     expect((await a.describeGroups([group])).groups[0]?.state).toBe('Dead');
     expect(await a.listTopics()).toContain(topics.evento('demanda.categorizada')); // shared topics stay
 
-    // again, from the command line: nothing left to remove
+    // again, from the command line (`npm run colony:retire` = `feromonios topics remove-colony --yes`): nothing left to remove
     const root = path.resolve(__dirname, '..', '..');
     const run = (args: string[]) =>
       spawnSync(
         process.execPath,
-        [require.resolve('tsx/cli'), path.join(root, 'scripts', 'retire-colony.ts'), ...args],
+        [path.join(root, 'cli', 'bin', 'feromonios.cjs'), '--json', 'topics', 'remove-colony', '--yes', ...args],
         {
           encoding: 'utf8',
           env: {
