@@ -485,6 +485,7 @@ export class DlqReprocessor {
       await this.d.faultAfterClaim?.();
       for (const g of guardados)
         this.d.logger.warn('DLQ entry parked by the loop guard', { colonia, event_id: g.event_id, pedido_id: pedido });
+      if (guardados.length > 0) this.d.metrics.dlqTransitions.inc({ colonia, acao: 'guarda' }, guardados.length);
       const topic = this.d.topics.reprocessar(colonia);
       const originals = await readDeadLetterOriginals(
         this.d.kafka,
@@ -635,6 +636,8 @@ export class DlqReprocessor {
       );
       return eventIds;
     });
+    // only colonies that really had entries get series: a caller-chosen name never does
+    if (!simulacao && ids.length > 0) this.d.metrics.dlqTransitions.inc({ colonia: sel.colonia, acao }, ids.length);
     this.d.logger.info(acao === 'estacionar' ? 'DLQ entries parked' : 'DLQ entries reopened', {
       colonia: sel.colonia,
       pedido_id: pedido,

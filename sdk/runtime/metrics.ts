@@ -11,6 +11,7 @@ export class SdkMetrics {
   readonly handlerDuration: Histogram<'tipo' | 'colonia' | 'result'>;
   readonly deadLettered: Counter<'colonia' | 'manipulador'>;
   readonly reprocessed: Counter<'colonia' | 'fonte'>;
+  readonly dlqTransitions: Counter<'colonia' | 'acao'>;
   readonly outboxPending: Gauge<'schema'>;
   readonly outboxOldestAge: Gauge<'schema'>;
   readonly outboxPublished: Counter<'schema'>;
@@ -56,6 +57,12 @@ export class SdkMetrics {
       'feromonios_dlq_reprocessed_total',
       'DLQ entries sent back to their colony, by colony and payload source (original or redigido).',
       ['colonia', 'fonte'],
+    );
+    this.dlqTransitions = counter(
+      registry,
+      'feromonios_dlq_transitions_total',
+      'DLQ entries an operator action changed: parked by the loop guard (guarda), parked (estacionar) or reopened (reabrir), by colony.',
+      ['colonia', 'acao'],
     );
     this.outboxPending = gauge(
       registry,
