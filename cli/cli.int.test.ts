@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, cpSync, readFileSync, writeFileSync, rmSync, createReadStream } from 'node:fs';
+import { mkdtempSync, cpSync, readFileSync, writeFileSync, rmSync, createReadStream, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
@@ -118,6 +118,11 @@ describe('feromonios CLI (real services)', () => {
         [eventId, colonia],
       )
     ).rows[0];
+
+  /** `feromonios_dlq_transitions_total` of the bus the audit API runs on. */
+  const transitions = async (colonia: string, acao: string) =>
+    (await bus.metrics.dlqTransitions.get()).values.find((v) => v.labels.colonia === colonia && v.labels.acao === acao)
+      ?.value;
 
   const trailCount = async () =>
     Number((await db.pool.query<{ n: string }>('SELECT count(*) AS n FROM core.dlq_reprocessamento')).rows[0]?.n);
@@ -317,6 +322,9 @@ describe('feromonios CLI (real services)', () => {
     const times = handled.filter((h) => h.colonia === 'C-3' && h.reprocessado).map((h) => h.at);
     const span = Math.max(...times) - Math.min(...times);
     // 10 events at 5/s: the 10th leaves 1.8 s after the 1st (unpaced, they arrive within ~100 ms)
+    process.stderr.write(
+      `[cli redrive] 10 entries at --rate 5: first to last delivery ${span} ms (paced ideal 1800 ms)\n`,
+    );
     expect(span).toBeGreaterThanOrEqual(1600);
     expect(span).toBeLessThan(6000);
     expect(Date.now() - t0).toBeGreaterThanOrEqual(1800);
@@ -359,6 +367,7 @@ describe('feromonios CLI (real services)', () => {
       motivo: 'loop guard: sent back 2 time(s) without success (limit 2)',
     });
     expect(handled.filter((h) => h.event_id === id && h.reprocessado)).toHaveLength(2);
+    expect(await transitions('C-4', 'guarda')).toBe(1);
   });
 
   it('park with a reason code and a ticket, reopen with a fresh budget; free text as a reason is refused; every action in history', async () => {
@@ -432,6 +441,8 @@ describe('feromonios CLI (real services)', () => {
       reprocessamentos: 0,
       tentativas: 1,
     });
+    expect(await transitions('C-1', 'estacionar')).toBe(2);
+    expect(await transitions('C-1', 'reabrir')).toBe(1);
 
     const history = json<{
       linhas: Array<{ acao: string; simulacao: boolean; solicitante: string; afetados: number }>;
@@ -514,6 +525,10 @@ describe('feromonios CLI (real services)', () => {
       expect(r.rss.length).toBeGreaterThan(10);
       const early = r.rss[Math.floor(r.rss.length * 0.2)]!;
       const peak = Math.max(...r.rss);
+      const mb = (b: number) => (b / 1024 / 1024).toFixed(1);
+      process.stderr.write(
+        `[cli replay] 100000 events, ${mb(statSync(file).size)} MB NDJSON: CLI RSS at 20% ${mb(early)} MB, peak ${mb(peak)} MB (${r.rss.length} samples)\n`,
+      );
       expect(peak - early).toBeLessThan(40 * 1024 * 1024);
       expect(peak).toBeLessThan(250 * 1024 * 1024);
     } finally {
