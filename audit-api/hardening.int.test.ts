@@ -207,12 +207,19 @@ describe('audit API hardening (issue #13)', () => {
         '/api/events/dlq/pendentes',
         '/api/events/dlq/reprocessamentos',
         '/api/events/dlq/reprocessar',
+        '/api/events/dlq/estacionar',
+        '/api/events/dlq/reabrir',
+        '/api/events/dlq/entradas',
+        '/api/events/dlq/resumo',
+        '/api/events/replay',
         '/health',
         '/ready',
         '/metrics',
       ),
       segment.map((s) => `/api/events/${s}`),
       segment.map((s) => `/api/events/trace/${s}`),
+      segment.map((s) => `/api/events/dlq/entradas/${s}`),
+      segment.map((s) => `/api/events/dlq/reprocessamentos/${s}`),
       segment.map((s) => `/${s}`),
     );
     const params = fc.constantFrom(
@@ -226,6 +233,15 @@ describe('audit API hardening (issue #13)', () => {
       'limite',
       'deslocamento',
       'colonia',
+      'manipulador',
+      'fingerprint',
+      'falhou_desde',
+      'falhou_ate',
+      'status',
+      'acao',
+      'event_id',
+      'apos_sequence',
+      'tipos',
       'x',
     );
     const query = fc
@@ -268,6 +284,24 @@ describe('audit API hardening (issue #13)', () => {
       fc.jsonValue({ maxDepth: 3 }).map((v) => JSON.stringify(v) ?? 'null'),
       personal.map((p) => JSON.stringify({ colonia: p })),
       fc.uint8Array({ maxLength: 200 }).map((b) => Buffer.from(b)),
+      // reprocessing v2 bodies: right shape, hostile values (a reason or a handler carrying personal data…)
+      fc
+        .record(
+          {
+            colonia: fc.oneof(fc.constant('D-5'), hostileText),
+            manipulador: hostileText,
+            event_ids: fc.array(fc.oneof(fc.constant(randomUUID()), hostileText), { maxLength: 3 }),
+            fingerprint: hostileText,
+            falhou_desde: hostileText,
+            motivo: fc.oneof(fc.constant('outro'), hostileText),
+            referencia: hostileText,
+            max: fc.oneof(fc.integer(), fc.double(), hostileText),
+            taxa: fc.oneof(fc.double(), hostileText),
+            dry_run: fc.oneof(fc.boolean(), hostileText),
+          },
+          { requiredKeys: ['colonia'] },
+        )
+        .map((v) => JSON.stringify(v)),
     );
     const method = fc.constantFrom('GET', 'POST', 'PUT', 'DELETE');
     const planted = [
@@ -309,6 +343,16 @@ describe('audit API hardening (issue #13)', () => {
       }),
       { numRuns: 400 },
     );
+    // nothing planted reached a table: the trail's `parametros`, a `motivo`, anything
+    await api.requests.stopAll();
+    for (const value of planted)
+      for (const table of ['core.dlq_reprocessamento', 'core.dead_letter_queue', 'core.event_log']) {
+        const { rows } = await db.pool.query<{ n: string }>(
+          `SELECT count(*) AS n FROM ${table} t WHERE strpos(lower(t::text), lower($1)) > 0`,
+          [value],
+        );
+        expect(`${table} ${value} ${rows[0]?.n}`).toBe(`${table} ${value} 0`);
+      }
     // the run really reached the routes, not only the guard
     expect(seen.some((s) => s.endsWith(' 200'))).toBe(true);
     expect(seen.some((s) => s.endsWith(' 400'))).toBe(true);
