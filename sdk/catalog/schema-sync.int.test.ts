@@ -12,7 +12,8 @@ const registry = (): ConfluentSchemaRegistry => new ConfluentSchemaRegistry({ ur
 function runScript(mode: 'sync' | 'check', namespace: string): { status: number | null; out: string } {
   const res = spawnSync(
     process.execPath,
-    [require.resolve('tsx/cli'), path.join(__dirname, '..', '..', 'scripts', 'schemas.ts'), mode],
+    // `npm run schemas:sync|check` = the CLI's `feromonios schemas sync|check`
+    [path.join(__dirname, '..', '..', 'cli', 'bin', 'feromonios.cjs'), 'schemas', mode],
     {
       encoding: 'utf8',
       env: { ...process.env, FEROMONIOS_TOPIC_NAMESPACE: namespace },
@@ -45,7 +46,7 @@ describe('schema registry sync and check', () => {
     expect(before.filter((s) => s.startsWith(`${ns}.`))).toEqual([]);
     const synced = runScript('sync', ns);
     expect(synced.status).toBe(0);
-    expect(runScript('check', ns).out).toMatch(/already-registered\s+demanda\.recebida@1\.1\.0/);
+    expect(runScript('check', ns).out).toMatch(/already-registered\s+demanda\.recebida\s+1\.1\.0/);
   }, 60_000);
 
   it('check exits non-zero when a catalog version breaks compatibility with what the registry holds', async () => {
@@ -64,7 +65,7 @@ describe('schema registry sync and check', () => {
     const report = await checkSchemas(reg, catalog, topics);
     expect(report.find((e) => e.tipo === 'demanda.categorizada')?.status).toBe('incompatible');
     const { status, out } = runScript('check', topics.namespace);
-    expect(status).toBe(1);
-    expect(out).toMatch(/incompatible\s+demanda\.categorizada@1\.0\.0/);
+    expect(status).toBe(7); // docs/cli.md: a check failed
+    expect(out).toMatch(/incompatible\s+demanda\.categorizada\s+1\.0\.0/);
   }, 60_000);
 });
