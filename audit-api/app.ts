@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import path from 'node:path';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import type pg from 'pg';
 import { type EventBus, ThrottledError, type Logger, type MotivoEstacionamento, type SelecaoDLQ } from '../sdk';
@@ -38,6 +39,7 @@ export type AuditAppConfig = Pick<
   | 'AUDIT_OPS_RATE_LIMIT_PER_MINUTE'
   | 'AUDIT_REPROCESS_INTERVAL_SECONDS'
   | 'AUDIT_REPROCESS_MAX_ROUNDS'
+  | 'AUDIT_PAYLOAD_SEARCH_KEYS'
 >;
 
 export interface AuditAppDeps {
@@ -133,6 +135,26 @@ export function createAuditApp(d: AuditAppDeps): express.Express {
     res.type(metrics.registry.contentType).send(await metrics.registry.metrics());
   });
 
+  // The console (docs/console.md): static files, no data. Address allowlist and rate limit as
+  // for the API; the token is entered in the page and sent by it on every API call. The CSP
+  // keeps every request on this origin and forbids inline code.
+  app.use(
+    '/console',
+    (req, res, next) => {
+      const client = clientAddress(req, proxies);
+      res.locals.client = client;
+      if (!allowed.has(client))
+        throw new Denied(403, 'endereco-nao-permitido', 'Forbidden', 'this client address is not allowed', 'address');
+      const rate = limiter.take(client);
+      if (!rate.ok) throw rateLimited(rate.retryAfterMs);
+      res.setHeader('Content-Security-Policy', CONSOLE_CSP);
+      res.setHeader('X-Frame-Options', 'DENY');
+      res.setHeader('Referrer-Policy', 'no-referrer');
+      next();
+    },
+    express.static(CONSOLE_DIR, { index: 'index.html', dotfiles: 'deny', etag: false, lastModified: false }),
+  );
+
   // The seed's PapelOperadorGuard: address, rate, token.
   const guard = express.Router();
   guard.use(async (req, res, next) => {
@@ -173,6 +195,14 @@ export function createAuditApp(d: AuditAppDeps): express.Express {
   guard.get('/api/events', async (req, res) => {
     const q = eventsQuery(req.query);
     res.locals.correlacaoId = q.correlacao_id;
+    if (q.payload_campo !== undefined && !c.AUDIT_PAYLOAD_SEARCH_KEYS.includes(q.payload_campo))
+      throw new Denied(
+        400,
+        'requisicao-invalida',
+        'Invalid request',
+        `query.payload_campo: must be one of ${c.AUDIT_PAYLOAD_SEARCH_KEYS.join(', ')} (AUDIT_PAYLOAD_SEARCH_KEYS)`,
+        'invalid-request',
+      );
     res.json(
       await bus.consultarEventos({
         ...q,
@@ -187,6 +217,13 @@ export function createAuditApp(d: AuditAppDeps): express.Express {
     const { correlacaoId } = correlacaoParam(req.params);
     res.locals.correlacaoId = correlacaoId;
     res.json(await bus.consultarEventos({ correlacao_id: correlacaoId, limite: 500 }));
+  });
+
+  guard.get('/api/events/trace/:correlacaoId/dlq', async (req, res) => {
+    none(req.query);
+    const { correlacaoId } = correlacaoParam(req.params);
+    res.locals.correlacaoId = correlacaoId;
+    res.json({ correlacao_id: correlacaoId, entradas: await bus.obterEntradasDLQDoFluxo(correlacaoId) });
   });
 
   guard.get('/api/events/dlq/estatisticas', async (req, res) => {
@@ -332,9 +369,9 @@ export function createAuditApp(d: AuditAppDeps): express.Express {
   guard.get('/api/events/:eventId', async (req, res) => {
     none(req.query);
     const { eventId } = eventIdParam(req.params);
-    const evento = await bus.obterEventoPorId(eventId);
+    const [evento, posicao_kafka] = await Promise.all([bus.obterEventoPorId(eventId), bus.obterPosicaoKafka(eventId)]);
     if (!evento) throw new HttpProblem(404, 'evento-nao-encontrado', 'Not found', 'Evento não encontrado');
-    res.json(evento);
+    res.json({ ...evento, posicao_kafka });
   });
 
   app.use(guard);
@@ -344,6 +381,19 @@ export function createAuditApp(d: AuditAppDeps): express.Express {
   app.use(problemHandler(logger));
   return app;
 }
+
+/** The console's files (audit-api/console): plain ES modules, no build step (ADR 0011). */
+const CONSOLE_DIR = path.join(__dirname, 'console');
+const CONSOLE_CSP = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "connect-src 'self'",
+  "img-src 'self'",
+  "base-uri 'none'",
+  "form-action 'none'",
+  "frame-ancestors 'none'",
+].join('; ');
 
 type Body = SelecaoDLQ & { max?: number; taxa?: number; dry_run?: boolean };
 

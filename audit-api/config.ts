@@ -43,6 +43,12 @@ export const auditEnv = {
     default: 60,
     doc: 'Minimum time between two accepted reprocessing requests for one colony, in seconds.',
   }),
+  AUDIT_PAYLOAD_SEARCH_KEYS: env.list({
+    default: ['demanda_id'],
+    form: 'a comma-separated list of payload keys',
+    item: /^[a-z_][a-z0-9_]{0,63}$/,
+    doc: 'Top-level payload keys GET /api/events may search by (payload_campo): non-personal keys the redaction policy keeps.',
+  }),
   AUDIT_REPROCESS_MAX_ROUNDS: env.int({
     min: 1,
     max: 1000,

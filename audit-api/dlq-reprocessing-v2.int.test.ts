@@ -208,6 +208,28 @@ describe('audit API: reprocessing v2 and replay', () => {
     expect(trail.linhas[1]!.parametros).toMatchObject({ max: 1 });
   });
 
+  it('search by a payload key of AUDIT_PAYLOAD_SEARCH_KEYS; other keys and half a pair are 400', async () => {
+    const demanda_id = randomUUID();
+    const e = await bus.publicar(
+      { tipo: 'demanda.recebida', origem: 'D-1a', payload: { ...SAMPLE_PAYLOADS['demanda.recebida'], demanda_id } },
+      { confirmar: true },
+    );
+    const found = (await (
+      await api.call(`/api/events?payload_campo=demanda_id&payload_valor=${demanda_id}`)
+    ).json()) as { linhas: Array<{ event_id: string }>; total: number };
+    expect(found).toMatchObject({ total: 1, linhas: [{ event_id: e.event_id }] });
+    for (const [q, detail] of [
+      ['payload_campo=texto_bruto&payload_valor=x', 'must be one of demanda_id'],
+      ['payload_campo=demanda_id', "'payload_valor' is required with 'payload_campo'"],
+      ['payload_valor=x', "'payload_campo' is required with 'payload_valor'"],
+      ['payload_campo=Demanda-Id&payload_valor=x', 'must be a payload key'],
+    ]) {
+      const res = await api.call(`/api/events?${q}`);
+      expect(`${q} → ${res.status}`).toBe(`${q} → 400`);
+      expect(((await res.json()) as { detail: string }).detail).toContain(detail);
+    }
+  });
+
   it('replay: NDJSON in sequence order up to the sequence at the start, validated query', async () => {
     const { rows } = await db.pool.query<{ s: string }>('SELECT max(sequence_number)::text AS s FROM core.event_log');
     const max = BigInt(rows[0]!.s);

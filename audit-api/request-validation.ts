@@ -33,9 +33,12 @@ export const consultarEventosQuery = {
     timestamp_fim: TIMESTAMP,
     sequence_inicio: SEQUENCE,
     sequence_fim: SEQUENCE,
+    payload_campo: { type: 'string', pattern: '^[a-z_][a-z0-9_]{0,63}$' },
+    payload_valor: { type: 'string', minLength: 1, maxLength: 255 },
     limite: LIMITE,
     deslocamento: DESLOCAMENTO,
   },
+  dependentRequired: { payload_campo: ['payload_valor'], payload_valor: ['payload_campo'] },
 } as const;
 
 export const coloniaQuery = {
@@ -175,6 +178,8 @@ function describe(e: ErrorObject, where: string): string {
     const name = (e.params as { additionalProperty: string }).additionalProperty;
     return /^[A-Za-z_]{1,40}$/.test(name) ? `${where}: unknown parameter '${name}'` : `${where}: an unknown parameter`;
   }
+  if (e.keyword === 'dependentRequired')
+    return `${where}: '${(e.params as { missingProperty: string }).missingProperty}' is required with '${(e.params as { property: string }).property}'`;
   if (e.keyword === 'required')
     return `${where}: '${(e.params as { missingProperty: string }).missingProperty}' is required`;
   if (e.keyword === 'type' && e.params.type === 'string')
@@ -196,6 +201,7 @@ function describe(e: ErrorObject, where: string): string {
     return `${where}.${field}: must be a handler name: 1-255 letters, digits or _$#.,:- (at most 6 digits)`;
   if (field === 'fingerprint') return `${where}.${field}: must be 12 lowercase hex digits (an erro_fingerprint)`;
   if (field === 'referencia') return `${where}.${field}: must be a ticket reference like OPS-77 (KEY-number)`;
+  if (field === 'payload_campo') return `${where}.${field}: must be a payload key of [a-z0-9_]`;
   if (field === 'tipos') return `${where}.${field}: must be event type names separated by commas`;
   if (e.keyword === 'enum')
     return `${where}.${field}: must be one of ${((e.params as { allowedValues: string[] }).allowedValues ?? []).join(', ')}`;

@@ -119,9 +119,11 @@ export async function moveToEventLog(
       `WITH ids AS (SELECT id, ord FROM unnest($1::uuid[]) WITH ORDINALITY AS u(id, ord)),
             moved AS (DELETE FROM core.event_staging s USING ids WHERE s.event_id = ids.id
                       RETURNING s.event_id, s.tipo, s.versao_schema, s.timestamp, s.origem, s.correlacao_id,
-                                s.causation_id, s.payload, ids.ord),
-            ins AS (INSERT INTO core.event_log (event_id, tipo, versao_schema, timestamp, origem, correlacao_id, causation_id, payload)
-                    SELECT event_id, tipo, versao_schema, timestamp, origem, correlacao_id, causation_id, payload
+                                s.causation_id, s.payload, s.kafka_topic, s.kafka_partition, s.kafka_offset, ids.ord),
+            ins AS (INSERT INTO core.event_log (event_id, tipo, versao_schema, timestamp, origem, correlacao_id, causation_id, payload,
+                                                kafka_topic, kafka_partition, kafka_offset)
+                    SELECT event_id, tipo, versao_schema, timestamp, origem, correlacao_id, causation_id, payload,
+                           kafka_topic, kafka_partition, kafka_offset
                       FROM moved m
                      WHERE NOT EXISTS (SELECT 1 FROM core.event_log l WHERE l.event_id = m.event_id)
                      ORDER BY ord

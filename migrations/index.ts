@@ -6,6 +6,7 @@ import * as causation from './20261130120000_add_event_log_causation_id';
 import * as reprocessingAudit from './20261201090000_add_dlq_reprocessing_audit';
 import * as eventStaging from './20261201140000_add_event_staging';
 import * as reprocessingV2 from './20261201170000_add_dlq_reprocessing_v2';
+import * as kafkaPosition from './20261201180000_add_event_log_kafka_position';
 
 /**
  * The `core` schema's migrations, in order. Landed migrations are never edited: add a file
@@ -22,6 +23,7 @@ export const MIGRATIONS: ReadonlyArray<{
   { name: '20261201090000_add_dlq_reprocessing_audit', module: reprocessingAudit },
   { name: '20261201140000_add_event_staging', module: eventStaging },
   { name: '20261201170000_add_dlq_reprocessing_v2', module: reprocessingV2 },
+  { name: '20261201180000_add_event_log_kafka_position', module: kafkaPosition },
 ];
 
 const source: Knex.MigrationSource<(typeof MIGRATIONS)[number]> = {

@@ -328,6 +328,11 @@ export class EventBus implements Barramento {
     return this.leitor().obterMaiorSequence();
   }
 
+  /** Where a logged event was in Kafka (topic, partition, offset); null for rows logged without it. */
+  obterPosicaoKafka(eventId: string): Promise<{ topic: string; partition: number; offset: string } | null> {
+    return this.leitor().obterPosicaoKafka(eventId);
+  }
+
   obterUltimoEventId(): Promise<string | null> {
     return this.leitor().obterUltimoEventId();
   }
@@ -411,6 +416,11 @@ export class EventBus implements Barramento {
   /** Every colony's DLQ entry for one event. */
   obterEntradasDLQ(eventId: string): Promise<EntradaDLQ[]> {
     return this.entradasDLQ().doEvento(eventId);
+  }
+
+  /** The DLQ entries of every event of one flow (`correlacao_id`): what the console marks on a trace. */
+  obterEntradasDLQDoFluxo(correlacaoId: string): Promise<EntradaDLQ[]> {
+    return this.entradasDLQ().doFluxo(correlacaoId);
   }
 
   /** Per colony: entries by state and the most frequent open failures (by fingerprint). */

@@ -17,6 +17,13 @@ export interface ConsultarEventosDto {
   sequence_inicio?: number | bigint | string;
   /** Inclusive. */
   sequence_fim?: number | bigint | string;
+  /**
+   * A top-level key of the (redacted) payload, with `payload_valor`: events whose payload holds
+   * exactly that string there — e.g. `demanda_id`. The audit API allows only the keys of
+   * `AUDIT_PAYLOAD_SEARCH_KEYS` (non-personal ones, kept by the redaction policy).
+   */
+  payload_campo?: string;
+  payload_valor?: string;
   /** Page size, default 100, capped at 500. */
   limite?: number;
   deslocamento?: number;
@@ -109,6 +116,7 @@ export interface FiltrosValidados {
   timestamp_fim?: string;
   sequence_inicio?: bigint;
   sequence_fim?: bigint;
+  payload?: { campo: string; valor: string };
   limite: number;
   deslocamento: number;
 }
@@ -147,6 +155,14 @@ export function filtrosValidados(filtros: ConsultarEventosDto = {}): FiltrosVali
     if (p) bad(`${k} ${p}`);
     out[k] = v;
   }
+  if (filtros.payload_campo !== undefined || filtros.payload_valor !== undefined) {
+    const { payload_campo: campo, payload_valor: valor } = filtros;
+    if (typeof campo !== 'string' || !/^[a-z_][a-z0-9_]{0,63}$/.test(campo))
+      bad('payload_campo must be a payload key: 1-64 of [a-z0-9_], starting with a letter or _');
+    const p = valor === undefined ? 'is required with payload_campo' : textProblem(valor, 255);
+    if (p) bad(`payload_valor ${p}`);
+    out.payload = { campo: campo as string, valor: valor as string };
+  }
   const si = seq(filtros.sequence_inicio, 'sequence_inicio');
   const sf = seq(filtros.sequence_fim, 'sequence_fim');
   if (si !== undefined) out.sequence_inicio = BigInt(si);
@@ -182,6 +198,7 @@ export class EventLogReader {
     if (f.timestamp_fim !== undefined) add('timestamp <= ?::timestamptz', f.timestamp_fim);
     if (f.sequence_inicio !== undefined) add('sequence_number >= ?::bigint', f.sequence_inicio.toString());
     if (f.sequence_fim !== undefined) add('sequence_number <= ?::bigint', f.sequence_fim.toString());
+    if (f.payload !== undefined) add('payload @> ?::jsonb', JSON.stringify({ [f.payload.campo]: f.payload.valor }));
     const w = where.length ? `WHERE ${where.join(' AND ')}` : '';
     const [count, rows] = await Promise.all([
       this.pool.query<{ n: string }>(`SELECT count(*) AS n FROM core.event_log ${w}`, params),
@@ -249,6 +266,20 @@ export class EventLogReader {
       cursor = (rows.at(-1) as LogRow).sequence_number;
       if (rows.length < LOTE_REPLAY) return;
     }
+  }
+
+  /** Where the event was in Kafka (topic, partition, offset), as the bridge logged it; null when unknown. */
+  async obterPosicaoKafka(eventId: string): Promise<{ topic: string; partition: number; offset: string } | null> {
+    if (!isUuid(eventId)) bad('event_id must be a UUID');
+    const { rows } = await this.pool.query<{ topic: string | null; partition: number | null; offset: string | null }>(
+      `SELECT kafka_topic AS topic, kafka_partition AS partition, kafka_offset::text AS offset
+         FROM core.event_log WHERE event_id = $1`,
+      [eventId],
+    );
+    const r = rows[0];
+    return r?.topic != null && r.partition != null && r.offset != null
+      ? { topic: r.topic, partition: r.partition, offset: r.offset }
+      : null;
   }
 
   async obterMaiorSequence(): Promise<bigint> {

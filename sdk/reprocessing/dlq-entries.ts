@@ -31,6 +31,8 @@ export interface ResumoDLQ {
   colonias: Array<{
     colonia: string;
     por_status: Record<StatusDLQ, number>;
+    /** When the oldest `pendente` entry failed first (ISO-8601), null when none is pending. */
+    pendente_mais_antigo: string | null;
     /** Open (`pendente`, `retrying`) entries by fingerprint, most frequent first (10 at most). */
     falhas: Array<{ erro_fingerprint: string; handler_nome: string | null; mensagem_erro: string; entradas: number }>;
   }>;
@@ -84,10 +86,24 @@ export class DlqEntries {
     return rows.map(entryOf);
   }
 
+  /** The DLQ entries of every event of one flow (`correlacao_id`), in sequence order. */
+  async doFluxo(correlacaoId: string): Promise<EntradaDLQ[]> {
+    if (!isUuid(correlacaoId)) throw new FeromoniosError('BAD_REQUEST', 'correlacao_id must be a UUID');
+    const { rows } = await this.pool.query<EntryRow>(
+      `SELECT ${ENTRY_COLUMNS} FROM core.dead_letter_queue d JOIN core.event_log e ON e.event_id = d.event_id
+        WHERE e.correlacao_id = $1 ORDER BY d.sequence_number, d.colonia LIMIT 2000`,
+      [correlacaoId],
+    );
+    return rows.map(entryOf);
+  }
+
   async resumo(): Promise<ResumoDLQ> {
-    const [byStatus, failures] = await Promise.all([
+    const [byStatus, oldest, failures] = await Promise.all([
       this.pool.query<{ colonia: string; status: StatusDLQ; n: string }>(
         `SELECT colonia, status, count(*) AS n FROM core.dead_letter_queue GROUP BY colonia, status ORDER BY colonia`,
+      ),
+      this.pool.query<{ colonia: string; t: Date }>(
+        `SELECT colonia, min(criado_em) AS t FROM core.dead_letter_queue WHERE status = 'pendente' GROUP BY colonia`,
       ),
       this.pool.query<{
         colonia: string;
@@ -108,12 +124,18 @@ export class DlqEntries {
     const of = (colonia: string) => {
       let c = colonias.get(colonia);
       if (!c) {
-        c = { colonia, por_status: { pendente: 0, retrying: 0, resolved: 0, failed_permanent: 0 }, falhas: [] };
+        c = {
+          colonia,
+          por_status: { pendente: 0, retrying: 0, resolved: 0, failed_permanent: 0 },
+          pendente_mais_antigo: null,
+          falhas: [],
+        };
         colonias.set(colonia, c);
       }
       return c;
     };
     for (const r of byStatus.rows) of(r.colonia).por_status[r.status] = Number(r.n);
+    for (const r of oldest.rows) of(r.colonia).pendente_mais_antigo = r.t.toISOString();
     for (const f of failures.rows)
       of(f.colonia).falhas.push({
         erro_fingerprint: f.erro_fingerprint,

@@ -160,7 +160,8 @@ export class InMemoryEventBus implements Barramento {
           (inicio === undefined || Date.parse(e.timestamp) >= inicio) &&
           (fim === undefined || Date.parse(e.timestamp) <= fim) &&
           (f.sequence_inicio === undefined || e.sequence_number >= f.sequence_inicio) &&
-          (f.sequence_fim === undefined || e.sequence_number <= f.sequence_fim),
+          (f.sequence_fim === undefined || e.sequence_number <= f.sequence_fim) &&
+          (f.payload === undefined || e.payload[f.payload.campo] === f.payload.valor),
       );
       return {
         linhas: rows.slice(f.deslocamento, f.deslocamento + f.limite).map(copy),
