@@ -120,4 +120,30 @@ export default tseslint.config(
     },
   },
   ...boundaries,
+  {
+    // the console's browser modules (audit-api/console, ADR 0011): plain JS, browser globals
+    files: ['audit-api/console/**/*.js'],
+    ...tseslint.configs.disableTypeChecked,
+    languageOptions: {
+      ...tseslint.configs.disableTypeChecked.languageOptions,
+      sourceType: 'module',
+      globals: Object.fromEntries(
+        [
+          'window',
+          'document',
+          'location',
+          'sessionStorage',
+          'fetch',
+          'URLSearchParams',
+          'FormData',
+          'Node',
+          'setTimeout',
+        ]
+          .concat(['HTMLElement', 'HTMLInputElement', 'HTMLFormElement', 'HTMLSelectElement', 'HTMLButtonElement'])
+          .concat(['SubmitEvent', 'Event'])
+          .map((g) => [g, 'readonly']),
+      ),
+    },
+    rules: { ...tseslint.configs.disableTypeChecked.rules, 'no-restricted-imports': 'off' },
+  },
 );
