@@ -219,6 +219,12 @@ export function createAuditApp(d: AuditAppDeps): express.Express {
     res.json(await bus.consultarEventos({ correlacao_id: correlacaoId, limite: 500 }));
   });
 
+  // What a search may filter the payload by (the console builds its payload search from it).
+  guard.get('/api/events/campos-pesquisaveis', (req, res) => {
+    none(req.query);
+    res.json({ payload: c.AUDIT_PAYLOAD_SEARCH_KEYS });
+  });
+
   guard.get('/api/events/trace/:correlacaoId/dlq', async (req, res) => {
     none(req.query);
     const { correlacaoId } = correlacaoParam(req.params);

@@ -126,8 +126,9 @@ describe('the operators console (headless Chromium, real services)', () => {
     await shot('eventos');
     // by a payload key the audit team names (AUDIT_PAYLOAD_SEARCH_KEYS: demanda_id)
     await go('#/eventos');
-    await page.waitForSelector('#campo-demanda_id');
-    await page.type('#campo-demanda_id', (root.payload as { demanda_id: string }).demanda_id);
+    await page.waitForSelector('#campo-payload_valor');
+    expect(await texts('#campo-payload_campo option')).toEqual(['demanda_id']);
+    await page.type('#campo-payload_valor', (root.payload as { demanda_id: string }).demanda_id);
     await page.click('form[role=search] button[type=submit]');
     await waitText('#total', '1 de 1 evento(s)');
     expect(await text('main table')).toContain(root.event_id);
@@ -167,6 +168,12 @@ describe('the operators console (headless Chromium, real services)', () => {
     expect(await text('#resultado table')).toContain(root.event_id);
     expect((await dlqRow(db, root.event_id, 'K-1'))?.status).toBe('pendente'); // the dry run changed nothing
     await shot('reprocessar');
+    // every control of the page has a label (screen readers, keyboard users)
+    expect(
+      await page.evaluate(
+        `Array.from(document.querySelectorAll('main input, main select, main textarea')).filter((c) => c.labels.length === 0).map((c) => c.id)`,
+      ),
+    ).toEqual([]);
     failing = false;
     await page.click('#confirmar');
     await waitText('#progresso', 'concluido');

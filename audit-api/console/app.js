@@ -154,6 +154,9 @@ const formValues = (form) =>
 
 // ---------------------------------------------------------------- pages
 
+/** The payload keys a search may use, asked once. @type {{ payload: string[] } | undefined} */
+let campos;
+
 const PAGES = [
   ['eventos', 'Eventos'],
   ['dlq', 'DLQ'],
@@ -202,6 +205,7 @@ function login(/** @type {string} */ message = '') {
 /** @param {URLSearchParams} q */
 async function eventos(q) {
   const filters = Object.fromEntries(q.entries());
+  campos ??= await api('/api/events/campos-pesquisaveis');
   const form = h(
     'form',
     {
@@ -209,9 +213,9 @@ async function eventos(q) {
       role: 'search',
       onsubmit: (/** @type {SubmitEvent} */ e) => {
         e.preventDefault();
-        const { demanda_id, ...v } = formValues(/** @type {HTMLFormElement} */ (e.target));
-        // a payload key search (the API allows the keys of AUDIT_PAYLOAD_SEARCH_KEYS)
-        const payload = demanda_id ? { payload_campo: 'demanda_id', payload_valor: demanda_id } : {};
+        const { payload_campo, payload_valor, ...v } = formValues(/** @type {HTMLFormElement} */ (e.target));
+        // a payload key search: the keys the API allows (AUDIT_PAYLOAD_SEARCH_KEYS)
+        const payload = payload_valor ? { payload_campo, payload_valor } : {};
         location.hash = `#/eventos${qs({ ...v, ...payload })}`;
       },
     },
@@ -222,9 +226,19 @@ async function eventos(q) {
     field('timestamp_fim', 'Até (ISO-8601)', { value: filters.timestamp_fim ?? '' }),
     field('sequence_inicio', 'Sequência desde', { value: filters.sequence_inicio ?? '', inputmode: 'numeric' }),
     field('sequence_fim', 'Sequência até', { value: filters.sequence_fim ?? '', inputmode: 'numeric' }),
-    field('demanda_id', 'demanda_id (no payload)', {
-      value: filters.payload_campo === 'demanda_id' ? (filters.payload_valor ?? '') : '',
-    }),
+    h(
+      'label',
+      {},
+      'Campo do payload',
+      h(
+        'select',
+        { name: 'payload_campo', id: 'campo-payload_campo' },
+        campos.payload.map((/** @type {string} */ k) =>
+          h('option', { value: k, selected: k === filters.payload_campo }, k),
+        ),
+      ),
+    ),
+    field('payload_valor', 'Valor no payload', { value: filters.payload_valor ?? '' }),
     field('limite', 'Por página', { value: filters.limite ?? '50', inputmode: 'numeric' }),
     h('button', { type: 'submit' }, 'Buscar'),
   );
