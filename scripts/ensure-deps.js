@@ -28,9 +28,14 @@ if (
     process.stderr.write('[deps] installing Chromium for the console tests (apt-get install chromium)\n');
     const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
     try {
-      execSync('apt-get install -y -q chromium', { stdio: 'inherit', env });
+      execSync('apt-get install -y -q chromium || (apt-get update -q && apt-get install -y -q chromium)', {
+        stdio: 'inherit',
+        env,
+        shell: '/bin/sh',
+      });
     } catch {
-      execSync('apt-get update -q && apt-get install -y -q chromium', { stdio: 'inherit', env, shell: '/bin/sh' });
+      // the other tiers still run; the console test says what is missing
+      process.stderr.write('[deps] could not install Chromium: the console tests will fail\n');
     }
   } else {
     process.stderr.write(
