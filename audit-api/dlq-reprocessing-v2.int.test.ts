@@ -127,10 +127,10 @@ describe('audit API: reprocessing v2 and replay', () => {
   it('202 with Location; the action shows its progress while paced and ends concluido with every entry resolved', async () => {
     const sent = await publish('R-1', 6);
     failing.delete('R-1');
-    const res = await post('/api/events/dlq/reprocessamentos', { colonia: 'R-1', taxa: 3 });
+    const res = await post('/api/events/dlq/reprocessamentos', { colonia: 'R-1', taxa: 2 });
     expect(res.status).toBe(202);
     const claim = (await res.json()) as { pedido_id: string; selecionados: number; duracao_estimada_ms: number };
-    expect(claim).toMatchObject({ selecionados: 6, duracao_estimada_ms: 1667 });
+    expect(claim).toMatchObject({ selecionados: 6, duracao_estimada_ms: 2500 });
     expect(res.headers.get('location')).toBe(`/api/events/dlq/reprocessamentos/${claim.pedido_id}`);
     const seen: number[] = [];
     const row = await waitFor(
@@ -153,7 +153,8 @@ describe('audit API: reprocessing v2 and replay', () => {
 
   it('a paced request stopped at shutdown puts what it did not send back to pendente and closes its row as failed', async () => {
     const sent = await publish('R-2', 5);
-    const res = await post('/api/events/dlq/reprocessamentos', { colonia: 'R-2', taxa: 1 });
+    // one every 2 s: the request is surely still sending when it is stopped
+    const res = await post('/api/events/dlq/reprocessamentos', { colonia: 'R-2', taxa: 0.5 });
     expect(res.status).toBe(202);
     const { pedido_id } = (await res.json()) as { pedido_id: string };
     await waitFor(() => handled.filter((h) => h.colonia === 'R-2').length >= 5 + 1); // the first one was sent back

@@ -325,8 +325,10 @@ describe('feromonios CLI (real services)', () => {
     process.stderr.write(
       `[cli redrive] 10 entries at --rate 5: first to last delivery ${span} ms (paced ideal 1800 ms)\n`,
     );
-    expect(span).toBeGreaterThanOrEqual(1600);
-    expect(span).toBeLessThan(6000);
+    // (a delivery delayed by a loaded machine shortens or stretches the span; the margins keep
+    // paced and unpaced apart without timing the machine)
+    expect(span).toBeGreaterThanOrEqual(1400);
+    expect(span).toBeLessThan(8000);
     expect(Date.now() - t0).toBeGreaterThanOrEqual(1800);
     const left = json<{ total: number }>(await cli(['--json', 'dlq', 'list', 'C-3', '--status', 'pendente']));
     expect(left.total).toBe(2);
