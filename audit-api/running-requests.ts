@@ -11,10 +11,6 @@ export class RunningRequests {
 
   constructor(private readonly logger: Logger) {}
 
-  get size(): number {
-    return this.running.size;
-  }
-
   async start(begin: (sinal: AbortSignal) => Promise<ReprocessamentoIniciado>): Promise<ReprocessamentoIniciado> {
     const stop = new AbortController();
     const started = await begin(stop.signal);

@@ -1,7 +1,7 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import { SingleBar } from 'cli-progress';
 import { Command, Option } from 'commander';
-import { MOTIVOS_ESTACIONAMENTO } from '../../sdk';
+import { MOTIVOS_ESTACIONAMENTO, selecaoInteira, type SelecaoDLQ } from '../../sdk';
 import type {
   EntradaDLQ,
   RegistroReprocessamento,
@@ -30,7 +30,7 @@ const withSelection = (c: Command): Command =>
     .option('--since <instant>', 'last failure at or after this ISO-8601 instant (inclusive)')
     .option('--until <instant>', 'last failure at or before this ISO-8601 instant (inclusive)');
 
-function selection(colonia: string, f: SelectionFlags): Record<string, unknown> {
+function selection(colonia: string, f: SelectionFlags): SelecaoDLQ {
   return {
     colonia,
     ...(f.handler !== undefined ? { manipulador: f.handler } : {}),
@@ -41,12 +41,9 @@ function selection(colonia: string, f: SelectionFlags): Record<string, unknown> 
   };
 }
 
-const narrows = (f: SelectionFlags): boolean =>
-  [f.handler, f.ids, f.fingerprint, f.since, f.until].some((v) => v !== undefined);
-
 /** A whole-colony change without `--yes` is refused before anything is sent. */
 function confirmWhole(verb: string, colonia: string, f: SelectionFlags & { yes?: boolean; dryRun?: boolean }): void {
-  if (f.dryRun || f.yes || narrows(f)) return;
+  if (f.dryRun || f.yes || !selecaoInteira(selection(colonia, f))) return;
   throw new CliError(
     `refusing to ${verb} every entry of colony ${colonia} without --yes ` +
       '(narrow with --handler/--ids/--fingerprint/--since/--until, or preview with --dry-run)',
@@ -105,7 +102,7 @@ export function dlqCommand(ctx: () => Context): Command {
       const c = ctx();
       if (f.ids) throw new CliError('dlq list takes no --ids: use `dlq show <event_id>`', EXIT.USAGE);
       const r = await c.api().get<{ linhas: EntradaDLQ[]; total: number }>('/api/events/dlq/entradas', {
-        ...(selection(colonia, f) as Record<string, string>),
+        ...(selection(colonia, f) as Omit<SelecaoDLQ, 'event_ids'>), // single-valued fields only (no --ids here)
         status: f.status,
         limite: f.limit,
         deslocamento: f.offset,

@@ -250,7 +250,7 @@ export class DlqReprocessor {
         LIMIT $${params.push(this.limitOf(o))}`,
       params,
     );
-    const restantes = (await this.pendingOf(sel)) - rows.length;
+    const restantes = (await pendingOf(this.d.pool, sel)) - rows.length;
     const send = rows.filter((r) => !r.guardado).map((r) => r.event_id);
     const originals = await readDeadLetterOriginals(this.d.kafka, this.d.topics.dlq(sel.colonia), new Set(send));
     const eventos = send.map((id) => ({ event_id: id, payload: originals.has(id) ? 'original' : 'redigido' }) as const);
@@ -370,15 +370,6 @@ export class DlqReprocessor {
     return Math.max(1, Math.min(o.maxEventos, Math.floor((o.taxa * o.retryingExpiraMs * 0.8) / 1000)));
   }
 
-  private async pendingOf(sel: SelecaoDLQ): Promise<number> {
-    const params: unknown[] = [];
-    const { rows } = await this.d.pool.query<{ n: string }>(
-      `SELECT count(*) AS n FROM core.dead_letter_queue d WHERE ${condicaoSelecao(sel, params)} AND d.status = 'pendente'`,
-      params,
-    );
-    return Number(rows[0]?.n ?? 0);
-  }
-
   private async claim(pedido: string, sel: SelecaoDLQ, o: Opts): Promise<{ claimed: Claimed[]; restantes: number }> {
     type Outcome = { claimed: Claimed[]; restantes: number } | { throttledForMs: number };
     const colonia = sel.colonia;
@@ -444,10 +435,7 @@ export class DlqReprocessor {
         params,
       );
       rows.sort((a, b) => (BigInt(a.sequence_number) < BigInt(b.sequence_number) ? -1 : 1));
-      const left = await client.query<{ n: string }>(
-        `SELECT count(*) AS n FROM core.dead_letter_queue d WHERE ${condicaoSelecao(sel, [])} AND d.status = 'pendente'`,
-        conditionParams(sel),
-      );
+      const restantes = await pendingOf(client, sel);
       const guardados = rows.filter((r) => r.guardado);
       await client.query(
         `INSERT INTO core.dlq_reprocessamento
@@ -462,7 +450,7 @@ export class DlqReprocessor {
           guardados.length,
         ],
       );
-      return { claimed: rows, restantes: Number(left.rows[0]?.n ?? 0) };
+      return { claimed: rows, restantes };
     });
     if ('throttledForMs' in out) throw new ThrottledError(colonia, out.throttledForMs);
     return out;
@@ -676,10 +664,14 @@ function claimable(params: unknown[], retryingExpiraMs: number): string {
             AND d.ultima_tentativa < now() - $${params.push(retryingExpiraMs)} * interval '1 millisecond'))`;
 }
 
-function conditionParams(sel: SelecaoDLQ): unknown[] {
+/** The selection's entries still `pendente` (in the claim's transaction, or outside one). */
+async function pendingOf(db: Pick<pg.Pool, 'query'>, sel: SelecaoDLQ): Promise<number> {
   const params: unknown[] = [];
-  condicaoSelecao(sel, params);
-  return params;
+  const { rows } = await db.query<{ n: string }>(
+    `SELECT count(*) AS n FROM core.dead_letter_queue d WHERE ${condicaoSelecao(sel, params)} AND d.status = 'pendente'`,
+    params,
+  );
+  return Number(rows[0]?.n ?? 0);
 }
 
 /** What was asked, for the audit trail: the validated selection and options (no free text). */
