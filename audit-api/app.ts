@@ -2,7 +2,14 @@ import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import type pg from 'pg';
-import { type EventBus, ThrottledError, type Logger, type MotivoEstacionamento, type SelecaoDLQ } from '../sdk';
+import {
+  type EventBus,
+  MOTIVOS_ESTACIONAMENTO,
+  ThrottledError,
+  type Logger,
+  type MotivoEstacionamento,
+  type SelecaoDLQ,
+} from '../sdk';
 import { AddressSet, clientAddress } from './client-address';
 import { tokenOptions, type AuditConfig } from './config';
 import type { AuditMetrics } from './metrics';
@@ -223,6 +230,12 @@ export function createAuditApp(d: AuditAppDeps): express.Express {
   guard.get('/api/events/campos-pesquisaveis', (req, res) => {
     none(req.query);
     res.json({ payload: c.AUDIT_PAYLOAD_SEARCH_KEYS });
+  });
+
+  // The parking reason codes (the console's select; the SDK's list is the only one).
+  guard.get('/api/events/dlq/motivos', (req, res) => {
+    none(req.query);
+    res.json({ motivos: MOTIVOS_ESTACIONAMENTO });
   });
 
   guard.get('/api/events/trace/:correlacaoId/dlq', async (req, res) => {

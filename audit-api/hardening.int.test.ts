@@ -216,6 +216,7 @@ describe('audit API hardening (issue #13)', () => {
           '/api/events/dlq/resumo',
           '/api/events/replay',
           '/api/events/campos-pesquisaveis',
+          '/api/events/dlq/motivos',
           '/console/',
           '/console/app.js',
           '/health',

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import puppeteer, { type Browser, type Page } from 'puppeteer-core';
-import type { EventBus, EventoConsultado } from '../sdk';
+import { MOTIVOS_ESTACIONAMENTO, type EventBus, type EventoConsultado } from '../sdk';
 import { SAMPLE_PAYLOADS } from '../sdk/testing';
 import { createTestDatabase, registerCleanup, waitFor, type TestDatabase } from './harness';
 import { operatorToken, startTestAuditApi, type TestAuditApi } from './harness/audit';
@@ -167,6 +167,8 @@ describe('the operators console (headless Chromium, real services)', () => {
     expect(await text('#previa')).toContain('1 com o payload original');
     expect(await text('#resultado table')).toContain(root.event_id);
     expect((await dlqRow(db, root.event_id, 'K-1'))?.status).toBe('pendente'); // the dry run changed nothing
+    // the reason codes come from the API (the SDK's list), not from a copy in the page
+    expect(await texts('#motivo option')).toEqual([...MOTIVOS_ESTACIONAMENTO]);
     await shot('reprocessar');
     // every control of the page has a label (screen readers, keyboard users)
     expect(

@@ -156,6 +156,8 @@ const formValues = (form) =>
 
 /** The payload keys a search may use, asked once. @type {{ payload: string[] } | undefined} */
 let campos;
+/** The parking reason codes, asked once. @type {string[] | undefined} */
+let motivos;
 
 const PAGES = [
   ['eventos', 'Eventos'],
@@ -543,17 +545,10 @@ function trailTable(linhas) {
   );
 }
 
-const MOTIVOS = [
-  'colonia-retirada',
-  'evento-invalido',
-  'duplicado',
-  'corrigido-manualmente',
-  'aguardando-correcao',
-  'outro',
-];
-
 /** @param {URLSearchParams} q */
-function reprocessar(q) {
+async function reprocessar(q) {
+  // the reason codes the API takes (MOTIVOS_ESTACIONAMENTO in the SDK), asked once
+  motivos ??= (await api('/api/events/dlq/motivos')).motivos;
   const v = Object.fromEntries(q.entries());
   const form = /** @type {HTMLFormElement} */ (
     h(
@@ -651,7 +646,7 @@ function reprocessar(q) {
   const motivo = h(
     'select',
     { id: 'motivo', name: 'motivo' },
-    MOTIVOS.map((m) => h('option', { value: m }, m)),
+    (motivos ?? []).map((m) => h('option', { value: m }, m)),
   );
   const referencia = h('input', { id: 'referencia', name: 'referencia', placeholder: 'OPS-77' });
   const transition = async (/** @type {'estacionar'|'reabrir'} */ acao, /** @type {boolean} */ dry) => {
@@ -824,7 +819,7 @@ async function route() {
     else if (current === 'dlq' && parts[1] === 'colonia' && parts[2]) await dlqColonia(parts[2], q);
     else if (current === 'dlq' && parts[1] === 'evento' && parts[2]) await dlqEvento(parts[2]);
     else if (current === 'dlq') await dlq();
-    else if (current === 'reprocessar') reprocessar(q);
+    else if (current === 'reprocessar') await reprocessar(q);
     else if (current === 'acoes') await acoes(q);
     else main.replaceChildren(h('h1', {}, 'Página não encontrada'), link('#/eventos', 'Voltar aos eventos'));
   } catch (err) {
