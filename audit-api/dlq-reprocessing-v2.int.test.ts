@@ -4,6 +4,7 @@ import { SAMPLE_PAYLOADS } from '../sdk/testing';
 import { createTestDatabase, waitFor, type TestDatabase } from '../test/harness';
 import { startTestAuditApi, type TestAuditApi } from '../test/harness/audit';
 import { startTestBridge } from '../test/harness/bridge';
+import { coloniesWithDlq, type ColoniesWithDlq } from '../test/harness/dlq';
 import { createTestBus } from '../test/harness/bus';
 
 /**
@@ -15,58 +16,19 @@ describe('audit API: reprocessing v2 and replay', () => {
   let db: TestDatabase;
   let bus: EventBus;
   let api: TestAuditApi;
-  const failing = new Set(['R-1', 'R-2', 'R-3']);
-  const colonyOf = new Map<string, string>();
-  const handled: Array<{ colonia: string; event_id: string }> = [];
+  let colonies: ColoniesWithDlq;
 
   const post = (path: string, body: unknown, a: TestAuditApi = api) =>
     a.call(path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
 
-  const publish = async (colonia: string, n: number): Promise<EventoConsultado[]> => {
-    const sent: EventoConsultado[] = [];
-    for (let i = 0; i < n; i++) {
-      const event_id = randomUUID();
-      colonyOf.set(event_id, colonia);
-      sent.push(
-        await bus.publicar({
-          event_id,
-          tipo: 'demanda.recebida',
-          origem: 'D-1a',
-          payload: { ...SAMPLE_PAYLOADS['demanda.recebida'] },
-        }),
-      );
-    }
-    await waitFor(async () => (await states(colonia, sent)).every((s) => s === 'pendente'), {
-      message: `${n} pending entries of ${colonia}`,
-    });
-    return sent;
-  };
-
-  const states = async (colonia: string, events: EventoConsultado[]) => {
-    const { rows } = await db.pool.query<{ event_id: string; status: string }>(
-      `SELECT event_id::text, status FROM core.dead_letter_queue WHERE colonia = $1 AND event_id = ANY($2::uuid[])`,
-      [colonia, events.map((e) => e.event_id)],
-    );
-    const by = new Map(rows.map((r) => [r.event_id, r.status]));
-    return events.map((e) => by.get(e.event_id));
-  };
+  const publish = (colonia: string, n: number) => colonies.publish(colonia, n);
+  const states = (colonia: string, events: EventoConsultado[]) => colonies.states(colonia, events);
 
   beforeAll(async () => {
     db = await createTestDatabase();
     bus = await createTestBus({ pool: db.pool });
     await startTestBridge(bus, db, { dlqMaxTentativas: 10 });
-    for (const colonia of ['R-1', 'R-2', 'R-3'])
-      bus.inscrever(
-        'demanda.recebida',
-        colonia,
-        function classificar(evento) {
-          if (colonyOf.get(evento.event_id) !== colonia) return;
-          handled.push({ colonia, event_id: evento.event_id });
-          if (failing.has(colonia)) throw new Error('classificador indisponível');
-        },
-        { tentativasExtras: 0 },
-      );
-    await bus.inscricoesProntas();
+    colonies = await coloniesWithDlq(bus, db, ['R-1', 'R-2', 'R-3', 'R-4']);
     api = await startTestAuditApi(bus, db, { AUDIT_REPROCESS_INTERVAL_SECONDS: 0 });
   });
 
@@ -124,9 +86,39 @@ describe('audit API: reprocessing v2 and replay', () => {
     expect(await trail()).toBe(before);
   });
 
+  it('each selection criterion narrows what a dry run would take: handler, fingerprint, failure time range, ids', async () => {
+    const [e] = await publish('R-4', 1);
+    const { linhas } = (await (await api.call('/api/events/dlq/entradas?colonia=R-4')).json()) as {
+      linhas: Array<{ erro_fingerprint: string }>;
+    };
+    const hour = 3_600_000;
+    const cases: Array<[Record<string, unknown>, number]> = [
+      [{}, 1],
+      [{ manipulador: 'priorizar' }, 1],
+      [{ manipulador: 'outro' }, 0],
+      [{ fingerprint: linhas[0]!.erro_fingerprint }, 1],
+      [{ fingerprint: '000000000000' }, 0],
+      [
+        {
+          falhou_desde: new Date(Date.now() - hour).toISOString(),
+          falhou_ate: new Date(Date.now() + hour).toISOString(),
+        },
+        1,
+      ],
+      [{ falhou_ate: '2000-01-01T00:00:00Z' }, 0],
+      [{ event_ids: [e!.event_id] }, 1],
+      [{ event_ids: [randomUUID()] }, 0],
+    ];
+    for (const [selection, n] of cases) {
+      const res = await post('/api/events/dlq/reprocessamentos', { colonia: 'R-4', ...selection, dry_run: true });
+      const plan = (await res.json()) as { reprocessariam: number };
+      expect(`${JSON.stringify(selection)} → ${plan.reprocessariam}`).toBe(`${JSON.stringify(selection)} → ${n}`);
+    }
+  });
+
   it('202 with Location; the action shows its progress while paced and ends concluido with every entry resolved', async () => {
     const sent = await publish('R-1', 6);
-    failing.delete('R-1');
+    colonies.failing.delete('R-1');
     const res = await post('/api/events/dlq/reprocessamentos', { colonia: 'R-1', taxa: 2 });
     expect(res.status).toBe(202);
     const claim = (await res.json()) as { pedido_id: string; selecionados: number; duracao_estimada_ms: number };
@@ -157,7 +149,7 @@ describe('audit API: reprocessing v2 and replay', () => {
     const res = await post('/api/events/dlq/reprocessamentos', { colonia: 'R-2', taxa: 0.5 });
     expect(res.status).toBe(202);
     const { pedido_id } = (await res.json()) as { pedido_id: string };
-    await waitFor(() => handled.filter((h) => h.colonia === 'R-2').length >= 5 + 1); // the first one was sent back
+    await waitFor(() => colonies.handled.filter((h) => h.colonia === 'R-2').length >= 5 + 1); // the first one was sent back
     await api.requests.stopAll();
     const { rows } = await db.pool.query<{ resultado: string; detalhe: string; reprocessados: number }>(
       'SELECT resultado, detalhe, reprocessados FROM core.dlq_reprocessamento WHERE id = $1',

@@ -1,10 +1,9 @@
 import { spawn } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
 import { mkdtempSync, cpSync, readFileSync, writeFileSync, rmSync, createReadStream, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
-import type { EventBus, EventoConsultado } from '../sdk';
+import type { EventBus } from '../sdk';
 import { SAMPLE_PAYLOADS } from '../sdk/testing';
 import {
   createTestDatabase,
@@ -16,6 +15,7 @@ import {
 } from '../test/harness';
 import { operatorToken, startTestAuditApi, type TestAuditApi } from '../test/harness/audit';
 import { startTestBridge } from '../test/harness/bridge';
+import { coloniesWithDlq, type ColoniesWithDlq } from '../test/harness/dlq';
 import { createTestBus } from '../test/harness/bus';
 import { ROOT } from '../test/harness/spawn';
 
@@ -36,10 +36,7 @@ describe('feromonios CLI (real services)', () => {
   let bus: EventBus;
   let api: TestAuditApi;
   let token: string;
-  const failing = new Set<string>(['C-1', 'C-3', 'C-4']);
-  const handled: Array<{ colonia: string; event_id: string; at: number; reprocessado: boolean }> = [];
-  /** Which colony's handler fails (or takes) each published event. */
-  const colonyOf = new Map<string, string>();
+  let colonies: ColoniesWithDlq;
 
   const cli = (args: string[], o: { env?: Record<string, string>; sampleRss?: boolean } = {}): Promise<Run> =>
     new Promise((resolve, reject) => {
@@ -84,33 +81,6 @@ describe('feromonios CLI (real services)', () => {
     return JSON.parse(r.stdout) as T;
   };
 
-  const publish = async (colonia: string, n: number): Promise<EventoConsultado[]> => {
-    const sent: EventoConsultado[] = [];
-    for (let i = 0; i < n; i++) {
-      const event_id = randomUUID();
-      colonyOf.set(event_id, colonia);
-      sent.push(
-        await bus.publicar({
-          event_id,
-          tipo: 'demanda.recebida',
-          origem: 'D-1a',
-          payload: { ...SAMPLE_PAYLOADS['demanda.recebida'] },
-        }),
-      );
-    }
-    await waitFor(
-      async () => {
-        const { rows } = await db.pool.query<{ n: string }>(
-          `SELECT count(*) AS n FROM core.dead_letter_queue WHERE colonia = $1 AND status = 'pendente' AND event_id = ANY($2::uuid[])`,
-          [colonia, sent.map((e) => e.event_id)],
-        );
-        return Number(rows[0]?.n) === n;
-      },
-      { message: `${n} pending entries of ${colonia}` },
-    );
-    return sent;
-  };
-
   const entry = async (eventId: string, colonia: string) =>
     (
       await db.pool.query<{ status: string; tentativas: number; reprocessamentos: number; motivo: string | null }>(
@@ -132,19 +102,7 @@ describe('feromonios CLI (real services)', () => {
     bus = await createTestBus({ pool: db.pool });
     // the bridge's own failure-count guard out of the way: this file tests the reprocessor's round guard
     await startTestBridge(bus, db, { dlqMaxTentativas: 10 });
-    for (const colonia of ['C-1', 'C-3', 'C-4'])
-      bus.inscrever(
-        'demanda.recebida',
-        colonia,
-        function priorizar(evento, ctx) {
-          // each colony takes only the events published for it
-          if (colonyOf.get(evento.event_id) !== colonia) return;
-          handled.push({ colonia, event_id: evento.event_id, at: Date.now(), reprocessado: !!ctx.reprocessamento });
-          if (failing.has(colonia)) throw new Error('serviço de priorização fora do ar');
-        },
-        { tentativasExtras: 0 },
-      );
-    await bus.inscricoesProntas();
+    colonies = await coloniesWithDlq(bus, db, ['C-1', 'C-3', 'C-4']);
     api = await startTestAuditApi(bus, db, { AUDIT_REPROCESS_INTERVAL_SECONDS: 0, AUDIT_REPROCESS_MAX_ROUNDS: 2 });
     token = await operatorToken();
   });
@@ -206,7 +164,7 @@ describe('feromonios CLI (real services)', () => {
   });
 
   it('dlq stats, list and show: states, fingerprints, the redacted event and its actions', async () => {
-    const sent = await publish('C-1', 3);
+    const sent = await colonies.publish('C-1', 3);
     const stats = json<{
       colonias: Array<{
         colonia: string;
@@ -269,7 +227,7 @@ describe('feromonios CLI (real services)', () => {
       await cli(['--json', 'dlq', 'list', 'C-1']),
     );
     expect(after.linhas).toEqual(before.linhas);
-    expect(handled.filter((h) => h.reprocessado)).toHaveLength(0);
+    expect(colonies.handled.filter((h) => h.reprocessado)).toHaveLength(0);
     expect(await trailCount()).toBe(trail + 1);
     const row = json<{
       acao: string;
@@ -307,9 +265,9 @@ describe('feromonios CLI (real services)', () => {
   });
 
   it('reprocess --max and --rate: exactly max sent, paced at the rate (measured at the handler), progress on stderr', async () => {
-    const sent = await publish('C-3', 12);
-    failing.delete('C-3'); // the colony is fixed: what is sent back now succeeds
-    handled.length = 0;
+    const sent = await colonies.publish('C-3', 12);
+    colonies.failing.delete('C-3'); // the colony is fixed: what is sent back now succeeds
+    colonies.handled.length = 0;
     const t0 = Date.now();
     const r = await cli(['--json', 'dlq', 'reprocess', 'C-3', '--yes', '--max', '10', '--rate', '5']);
     const row = json<{ resultado: string; reprocessados: number; eventos: Array<{ event_id: string }> }>(r);
@@ -318,8 +276,8 @@ describe('feromonios CLI (real services)', () => {
     expect(r.stderr).toMatch(/reprocessing \[.*\] \d+\/10 sent/);
     // the oldest 10 by sequence were taken; 2 stay pending
     expect(row.eventos.map((e) => e.event_id)).toEqual(sent.slice(0, 10).map((e) => e.event_id));
-    await waitFor(() => handled.filter((h) => h.colonia === 'C-3' && h.reprocessado).length === 10);
-    const times = handled.filter((h) => h.colonia === 'C-3' && h.reprocessado).map((h) => h.at);
+    await waitFor(() => colonies.handled.filter((h) => h.colonia === 'C-3' && h.reprocessado).length === 10);
+    const times = colonies.handled.filter((h) => h.colonia === 'C-3' && h.reprocessado).map((h) => h.at);
     const span = Math.max(...times) - Math.min(...times);
     // 10 events at 5/s: the 10th leaves 1.8 s after the 1st (unpaced, they arrive within ~100 ms)
     process.stderr.write(
@@ -336,7 +294,7 @@ describe('feromonios CLI (real services)', () => {
   });
 
   it('the loop guard: an entry sent back AUDIT_REPROCESS_MAX_ROUNDS times without success becomes failed_permanent with the reason', async () => {
-    const [e] = await publish('C-4', 1);
+    const [e] = await colonies.publish('C-4', 1);
     const id = e!.event_id;
     for (let round = 1; round <= 2; round++) {
       const r = json<{ reprocessados: number; guardados: number }>(
@@ -351,7 +309,7 @@ describe('feromonios CLI (real services)', () => {
         },
         {
           message: async () =>
-            `round ${round}: entry ${JSON.stringify(await entry(id, 'C-4'))}, handled ${JSON.stringify(handled.filter((h) => h.event_id === id))}`,
+            `round ${round}: entry ${JSON.stringify(await entry(id, 'C-4'))}, colonies.handled ${JSON.stringify(colonies.handled.filter((h) => h.event_id === id))}`,
         },
       );
     }
@@ -368,7 +326,7 @@ describe('feromonios CLI (real services)', () => {
       reprocessamentos: 2,
       motivo: 'loop guard: sent back 2 time(s) without success (limit 2)',
     });
-    expect(handled.filter((h) => h.event_id === id && h.reprocessado)).toHaveLength(2);
+    expect(colonies.handled.filter((h) => h.event_id === id && h.reprocessado)).toHaveLength(2);
     expect(await transitions('C-4', 'guarda')).toBe(1);
   });
 
@@ -392,35 +350,14 @@ describe('feromonios CLI (real services)', () => {
     expect((await entry(a!, 'C-1'))?.status).toBe('pendente');
     expect(await trailCount()).toBe(trail);
 
+    const park = ['dlq', 'park', 'C-1', '--ids', `${a},${b}`, '--reason', 'colonia-retirada', '--ref', 'OPS-77'];
     const dry = json<{ simulacao: boolean; event_ids: string[]; afetados: number }>(
-      await cli([
-        '--json',
-        'dlq',
-        'park',
-        'C-1',
-        '--ids',
-        `${a},${b}`,
-        '--reason',
-        'colonia-retirada',
-        '--ref',
-        'OPS-77',
-        '--dry-run',
-      ]),
+      await cli(['--json', ...park, '--dry-run']),
     );
     expect(dry).toMatchObject({ simulacao: true, afetados: 0, event_ids: [a, b] });
     expect((await entry(a!, 'C-1'))?.status).toBe('pendente');
 
-    const parked = await cli([
-      'dlq',
-      'park',
-      'C-1',
-      '--ids',
-      `${a},${b}`,
-      '--reason',
-      'colonia-retirada',
-      '--ref',
-      'OPS-77',
-    ]);
+    const parked = await cli(park);
     expect(parked.code).toBe(0);
     expect(parked.stderr).toContain('parked 2');
     expect(await entry(a!, 'C-1')).toMatchObject({
@@ -456,6 +393,10 @@ describe('feromonios CLI (real services)', () => {
       ['reprocessar', true, 0],
     ]);
     expect(new Set(history.linhas.map((l) => l.solicitante))).toEqual(new Set(['operador-42']));
+    const parkings = json<{ linhas: Array<{ acao: string }> }>(
+      await cli(['--json', 'dlq', 'history', 'C-1', '--action', 'estacionar']),
+    );
+    expect(new Set(parkings.linhas.map((l) => l.acao))).toEqual(new Set(['estacionar']));
     const text = await cli(['dlq', 'history', 'C-1']);
     expect(text.stdout).toMatch(/estacionar\s+false\s+operador-42/);
   });
