@@ -51,6 +51,26 @@ describe('audit API: /api/events reads (seed 5.4)', () => {
     expect(BigInt(p2.linhas[0]!.sequence_number)).toBeGreaterThan(BigInt(p1.linhas.at(-1)!.sequence_number));
   });
 
+  it('keyset paging over REST: proximo_cursor (a string) as apos_sequence walks the filter once; with deslocamento it is a 400 naming both', async () => {
+    const seen: string[] = [];
+    let url = '/api/events?tipo=demanda.categorizada&limite=200';
+    for (;;) {
+      const p = await json<Page & { proximo_cursor: string | null; total_exato: boolean }>(await api.call(url));
+      expect(p).toMatchObject({ total: 601, total_exato: true });
+      seen.push(...p.linhas.map((e) => e.sequence_number));
+      if (p.proximo_cursor === null) break;
+      expect(typeof p.proximo_cursor).toBe('string');
+      url = `/api/events?tipo=demanda.categorizada&limite=200&apos_sequence=${p.proximo_cursor}`;
+    }
+    expect(seen).toHaveLength(601);
+    expect(new Set(seen).size).toBe(601);
+    const both = await api.call('/api/events?apos_sequence=5&deslocamento=10');
+    expect(both.status).toBe(400);
+    expect(JSON.stringify(await both.json())).toContain('apos_sequence and deslocamento');
+    const bad = await api.call('/api/events?apos_sequence=-3');
+    expect(bad.status).toBe(400);
+  });
+
   it('T14: a page holds at most 500 whatever limite asks', async () => {
     const r = await json<Page>(await api.call('/api/events?limite=10000'));
     expect(r.limite).toBe(500);

@@ -35,6 +35,7 @@ export const consultarEventosQuery = {
     sequence_fim: SEQUENCE,
     payload_campo: { type: 'string', pattern: '^[a-z_][a-z0-9_]{0,63}$' },
     payload_valor: { type: 'string', minLength: 1, maxLength: 255 },
+    apos_sequence: SEQUENCE,
     limite: LIMITE,
     deslocamento: DESLOCAMENTO,
   },

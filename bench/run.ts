@@ -1,12 +1,14 @@
 /**
  * `npm run bench` (full) / `npm run bench -- --quick` (under 3 minutes): every benchmark of
  * BENCHMARKS.md against the real services, side by side with its reference in the same run.
- * `--only=publish,live,sink,replay,audit` runs a subset. Progress on stderr, the table on
+ * `--only=publish,live,sink,replay,audit` runs a subset; `--10m` adds the 10M-row point (audit
+ * API and `replayStream` on one log of 10,000,000 rows: about 15 more minutes, ~6 GB of disk). Progress on stderr, the table on
  * stdout, and BENCHMARKS.md rewritten with the machine, versions and exact command.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { benchAuditApi } from './audit-api.bench';
+import { benchLarge } from './large.bench';
 import { createContext, progress } from './context';
 import { benchLiveLatency } from './live-latency.bench';
 import { benchPublish } from './publish.bench';
@@ -33,7 +35,12 @@ async function main(): Promise<void> {
     if (want('live')) results.live = await benchLiveLatency(ctx);
     if (want('sink')) results.sink = await benchSink(ctx);
     if (want('replay')) results.replay = await benchReplay(ctx);
-    if (want('audit')) results.audit = await benchAuditApi(ctx);
+    if (want('audit')) results.audit = [await benchAuditApi(ctx)];
+    if (process.argv.includes('--10m')) {
+      const large = await benchLarge(ctx, 10_000_000);
+      (results.audit ??= []).push(large.audit);
+      results.replayLarge = large.replay;
+    }
   } finally {
     await ctx.cleanup();
   }

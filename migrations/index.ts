@@ -7,6 +7,7 @@ import * as reprocessingAudit from './20261201090000_add_dlq_reprocessing_audit'
 import * as eventStaging from './20261201140000_add_event_staging';
 import * as reprocessingV2 from './20261201170000_add_dlq_reprocessing_v2';
 import * as kafkaPosition from './20261201180000_add_event_log_kafka_position';
+import * as payloadIndex from './20261201200000_add_event_log_payload_index';
 
 /**
  * The `core` schema's migrations, in order. Landed migrations are never edited: add a file
@@ -15,7 +16,7 @@ import * as kafkaPosition from './20261201180000_add_event_log_kafka_position';
  */
 export const MIGRATIONS: ReadonlyArray<{
   name: string;
-  module: { up(k: Knex): Promise<void>; down(k: Knex): Promise<void> };
+  module: { up(k: Knex): Promise<void>; down(k: Knex): Promise<void>; config?: { transaction?: boolean } };
 }> = [
   { name: '20260808112047_init_core', module: initCore },
   { name: '20260814154200_add_dlq_unique_event_colonia', module: dlqUnique },
@@ -24,6 +25,7 @@ export const MIGRATIONS: ReadonlyArray<{
   { name: '20261201140000_add_event_staging', module: eventStaging },
   { name: '20261201170000_add_dlq_reprocessing_v2', module: reprocessingV2 },
   { name: '20261201180000_add_event_log_kafka_position', module: kafkaPosition },
+  { name: '20261201200000_add_event_log_payload_index', module: payloadIndex },
 ];
 
 const source: Knex.MigrationSource<(typeof MIGRATIONS)[number]> = {
@@ -65,7 +67,13 @@ async function withMigrationLock<T>(databaseUrl: string, fn: (knex: Knex) => Pro
     migrations: { migrationSource: source, tableName: 'knex_migrations' },
   });
   try {
-    await lock.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
+    // polled, not waited for inside one statement: a session blocked in pg_advisory_lock holds a
+    // snapshot, and CREATE INDEX CONCURRENTLY (run by the lock holder) waits for every older
+    // snapshot of the database — the two runners would wait for each other for ever
+    while (
+      !(await lock.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1) AS ok', [MIGRATION_LOCK_KEY])).rows[0]?.ok
+    )
+      await new Promise((r) => setTimeout(r, 100));
     return await fn(knex);
   } finally {
     await lock.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]).catch(() => undefined);

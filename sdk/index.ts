@@ -46,6 +46,7 @@ export { criarTabelaOutbox, type TransacaoColonia } from './outbox/outbox';
 export { OutboxRelay, defaultOpcoesRelayOutbox, type OpcoesRelayOutbox } from './outbox/outbox-relay';
 export {
   LIMITE_MAXIMO,
+  LIMITE_TOTAL_EXATO,
   type EventLogReader,
   type ConsultarEventosDto,
   type ResultadoPaginado,

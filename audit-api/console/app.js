@@ -254,9 +254,8 @@ async function eventos(q) {
     eventLink(e.event_id),
     flowLink(e.correlacao_id),
   ]);
-  const last = r.linhas.at(-1);
-  // keyset paging: the next page starts after the last sequence shown
-  const next = last ? { ...filters, sequence_inicio: String(BigInt(last.sequence_number) + 1n) } : undefined;
+  // keyset paging: the API's cursor is the next page's apos_sequence
+  const next = r.proximo_cursor ? { ...filters, apos_sequence: r.proximo_cursor } : undefined;
   main.replaceChildren(
     h('h1', {}, 'Eventos'),
     form,
@@ -265,10 +264,10 @@ async function eventos(q) {
     h(
       'div',
       { class: 'paginas' },
-      filters.sequence_inicio
-        ? link(`#/eventos${qs({ ...filters, sequence_inicio: undefined })}`, 'Primeira página')
+      filters.apos_sequence
+        ? link(`#/eventos${qs({ ...filters, apos_sequence: undefined })}`, 'Primeira página')
         : null,
-      next && r.linhas.length >= Number(filters.limite ?? 50) ? link(`#/eventos${qs(next)}`, 'Próxima página') : null,
+      next ? link(`#/eventos${qs(next)}`, 'Próxima página') : null,
     ),
   );
 }

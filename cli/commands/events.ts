@@ -5,7 +5,7 @@ import { CliError, EXIT } from '../exit-codes';
 import { note, printFields, printJson, printTable } from '../output';
 import { integer, sequence } from '../parse';
 
-type Page = ResultadoPaginado<EventoDoLog> & { total_exato?: boolean };
+type Page = ResultadoPaginado<EventoDoLog>;
 
 const eventRows = (rows: EventoDoLog[]) =>
   rows.map((e) => [e.sequence_number, e.timestamp, e.tipo, e.origem, e.event_id, e.causation_id ?? '-']);
@@ -24,8 +24,9 @@ export function eventsCommand(ctx: () => Context): Command {
     .option('--until <instant>', 'event timestamp at or before (ISO-8601)')
     .option('--from-seq <n>', 'sequence_number at or above', sequence)
     .option('--to-seq <n>', 'sequence_number at or below', sequence)
+    .option('--after <seq>', "next page: events after this sequence_number (the previous page's cursor)", sequence)
     .option('--limit <n>', 'page size (at most 500)', integer(1, 500), 100)
-    .option('--offset <n>', 'skip this many', integer(0, 1e9), 0)
+    .option('--offset <n>', 'skip this many (slow when deep: prefer --after)', integer(0, 1e9), 0)
     .action(async (f: Record<string, string | number | undefined>) => {
       const c = ctx();
       const r = await c.api().get<Page>('/api/events', {
@@ -36,12 +37,17 @@ export function eventsCommand(ctx: () => Context): Command {
         timestamp_fim: f.until,
         sequence_inicio: f.fromSeq,
         sequence_fim: f.toSeq,
+        apos_sequence: f.after,
         limite: f.limit,
         deslocamento: f.offset,
       });
       if (c.out.json) return printJson(c.out, r);
       printTable(c.out, EVENT_HEADERS, eventRows(r.linhas));
-      note(c.out, `${r.linhas.length} of ${r.total_exato === false ? '~' : ''}${r.total}`);
+      note(
+        c.out,
+        `${r.linhas.length} of ${r.total_exato ? '' : '~'}${r.total}` +
+          (r.proximo_cursor ? ` — next page: --after ${r.proximo_cursor}` : ''),
+      );
     });
 
   events

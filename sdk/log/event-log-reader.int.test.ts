@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
+import fc from 'fast-check';
 import { createTestDatabase, serviceEnv, type TestDatabase } from '../../test/harness';
-import { EventBus, silentLogger } from '..';
+import { EventBus, LIMITE_TOTAL_EXATO, silentLogger, type ConsultarEventosDto, type EventoDoLog } from '..';
 
 /** Inserts `n` rows of `tipo` (the bridge's job in production; here, fixtures as in seed 7.3). */
 async function seedRows(db: TestDatabase, n: number, tipo: string, correlacao = randomUUID()): Promise<void> {
@@ -34,9 +35,77 @@ describe('reads of the log (seed 4.3-4.5)', () => {
   it('T3: filters by type and paginates', async () => {
     const page1 = await bus.consultarEventos({ tipo: 'demanda.recebida', limite: 100 });
     const page2 = await bus.consultarEventos({ tipo: 'demanda.recebida', limite: 100, deslocamento: 100 });
-    expect(page1).toMatchObject({ total: 300, limite: 100, deslocamento: 0 });
+    expect(page1).toMatchObject({ total: 300, total_exato: true, limite: 100, deslocamento: 0 });
     expect(page1.linhas.every((e) => e.tipo === 'demanda.recebida' && e.redigido)).toBe(true);
     expect(page2.linhas[0]!.sequence_number).toBeGreaterThan(page1.linhas.at(-1)!.sequence_number);
+  });
+
+  it('keyset paging: proximo_cursor walks every row of the filter once, in order, the same as deslocamento; null on the last page', async () => {
+    const walk = async (f: ConsultarEventosDto, limite: number) => {
+      const seen: bigint[] = [];
+      let cursor: string | null | undefined;
+      let pages = 0;
+      do {
+        const p = await bus.consultarEventos({ ...f, limite, ...(cursor ? { apos_sequence: cursor } : {}) });
+        expect(p.total).toBe((await bus.consultarEventos({ ...f, limite: 1 })).total); // the cursor never changes the total
+        seen.push(...p.linhas.map((e) => e.sequence_number));
+        // the cursor is the last row shown, or null on the last page
+        expect(p.proximo_cursor ?? String(p.linhas.at(-1)?.sequence_number)).toBe(
+          String(p.linhas.at(-1)?.sequence_number),
+        );
+        cursor = p.proximo_cursor;
+        pages++;
+      } while (cursor !== null);
+      return { seen, pages };
+    };
+    await fc.assert(
+      fc.asyncProperty(
+        // each filter with the same predicate in JavaScript, to check against the whole log
+        fc.constantFrom<[ConsultarEventosDto, (e: EventoDoLog) => boolean]>(
+          [{ tipo: 'demanda.recebida' }, (e) => e.tipo === 'demanda.recebida'],
+          [{ correlacao_id: corr, sequence_inicio: 40 }, (e) => e.correlacao_id === corr && e.sequence_number >= 40n],
+          [
+            { timestamp_inicio: '2026-06-15T10:01:00Z', timestamp_fim: '2026-06-15T10:03:00Z' },
+            (e) => e.timestamp >= '2026-06-15T10:01:00.000Z' && e.timestamp <= '2026-06-15T10:03:00.000Z',
+          ],
+          [{}, () => true],
+        ),
+        fc.integer({ min: 1, max: 500 }),
+        async ([f, matches], limite) => {
+          const all = await bus.replayDeSequence(0);
+          const { seen, pages } = await walk(f, limite);
+          const expected = (await bus.consultarEventos({ ...f, limite: 500 })).total;
+          expect(seen).toHaveLength(expected);
+          expect(pages).toBe(Math.max(1, Math.ceil(expected / limite)));
+          expect(new Set(seen).size).toBe(seen.length);
+          expect(seen).toEqual([...seen].sort((a, b) => (a < b ? -1 : 1)));
+          expect(seen).toEqual(all.filter(matches).map((e) => e.sequence_number));
+          const byOffset = await bus.consultarEventos({ ...f, limite, deslocamento: limite });
+          expect(byOffset.linhas.map((e) => e.sequence_number)).toEqual(seen.slice(limite, 2 * limite));
+        },
+      ),
+      { numRuns: 12 },
+    );
+    const last = await bus.consultarEventos({ apos_sequence: (await bus.obterMaiorSequence()) - 1n });
+    expect(last.linhas).toHaveLength(1);
+    expect(last.proximo_cursor).toBeNull();
+    expect((await bus.consultarEventos({ apos_sequence: await bus.obterMaiorSequence() })).linhas).toEqual([]);
+  });
+
+  it('refuses apos_sequence with deslocamento, and an apos_sequence that is no BIGINT, naming the field', async () => {
+    await expect(bus.consultarEventos({ apos_sequence: 10, deslocamento: 5 })).rejects.toMatchObject({
+      code: 'BAD_REQUEST',
+      message: expect.stringContaining('apos_sequence and deslocamento') as unknown,
+    });
+    for (const bad of ['-1', '1.5', '9223372036854775808', 'abc', '1 OR 1=1'])
+      await expect(bus.consultarEventos({ apos_sequence: bad })).rejects.toMatchObject({
+        code: 'BAD_REQUEST',
+        message: expect.stringContaining('apos_sequence') as unknown,
+      });
+    // deslocamento 0 with a cursor is the same as none
+    expect(
+      (await bus.consultarEventos({ apos_sequence: 0, deslocamento: 0, limite: 1 })).linhas[0]?.sequence_number,
+    ).toBe(1n);
   });
 
   it('T14: caps the page at 500 whatever limite asks', async () => {
@@ -102,6 +171,29 @@ describe('reads of the log (seed 4.3-4.5)', () => {
     expect((await bus.consultarEventos({})).total).toBe(2200);
   });
 
+  it('searches a payload key through the GIN index (event_log_payload_idx), never a sequential scan', async () => {
+    const r = await bus.consultarEventos({ payload_campo: 'i', payload_valor: '7' });
+    expect(r.linhas).toEqual([]); // the fixtures hold numbers: a string value matches only strings
+    await db.pool.query(
+      `UPDATE core.event_log SET payload = payload || jsonb_build_object('demanda_id', 'd-' || sequence_number) WHERE sequence_number <= 50`,
+    );
+    const hit = await bus.consultarEventos({ payload_campo: 'demanda_id', payload_valor: 'd-42' });
+    expect(hit.linhas.map((e) => Number(e.sequence_number))).toEqual([42]);
+    expect(hit).toMatchObject({ total: 1, total_exato: true, proximo_cursor: null });
+    const client = await db.pool.connect();
+    try {
+      await client.query('BEGIN');
+      await client.query('SET LOCAL enable_seqscan = off'); // a small table: make the planner show what serves @>
+      const { rows } = await client.query<{ 'QUERY PLAN': string }>(
+        `EXPLAIN SELECT 1 FROM core.event_log WHERE payload @> '{"demanda_id":"d-42"}'::jsonb`,
+      );
+      expect(rows.map((x) => x['QUERY PLAN']).join('\n')).toContain('event_log_payload_idx');
+      await client.query('ROLLBACK');
+    } finally {
+      client.release();
+    }
+  });
+
   it('reports DLQ statistics and pending entries per colony', async () => {
     const rows = (await bus.consultarEventos({ limite: 3 })).linhas;
     for (const [i, e] of rows.entries()) {
@@ -115,5 +207,41 @@ describe('reads of the log (seed 4.3-4.5)', () => {
       total_pendentes: 3,
     });
     expect((await bus.obterPendentesDLQ('D-5')).map((d) => d.event_id)).toEqual([rows[0]!.event_id]);
+  });
+});
+
+describe(`total: exact up to ${LIMITE_TOTAL_EXATO} rows, the planner's estimate above`, () => {
+  let db: TestDatabase;
+  let bus: EventBus;
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    bus = new EventBus({
+      brokers: serviceEnv().brokers,
+      registryUrl: serviceEnv().registryUrl,
+      pool: db.pool,
+      logger: silentLogger,
+    });
+    await seedRows(db, LIMITE_TOTAL_EXATO, 'demanda.recebida');
+    await seedRows(db, 14_000, 'demanda.categorizada');
+    await db.pool.query('ANALYZE core.event_log');
+  });
+  afterAll(() => bus.encerrar());
+
+  it('counts exactly at the bound, estimates past it (never below the bound + 1), and says which', async () => {
+    const at = await bus.consultarEventos({ tipo: 'demanda.recebida', limite: 5 });
+    expect(at).toMatchObject({ total: LIMITE_TOTAL_EXATO, total_exato: true });
+    const over = await bus.consultarEventos({ tipo: 'demanda.categorizada', limite: 5 });
+    expect(over.total_exato).toBe(false);
+    expect(over.total).toBeGreaterThan(LIMITE_TOTAL_EXATO);
+    // ANALYZE's estimate of an equality on a two-value column is close to the truth
+    expect(Math.abs(over.total - 14_000)).toBeLessThan(1_400);
+    const all = await bus.consultarEventos({ limite: 5 });
+    expect(all.total_exato).toBe(false);
+    expect(Math.abs(all.total - 24_000)).toBeLessThan(2_400);
+    // a narrow filter inside the broad one is exact again
+    const narrow = await bus.consultarEventos({ tipo: 'demanda.categorizada', sequence_inicio: 20_001, limite: 5 });
+    expect(narrow).toMatchObject({ total: 4_000, total_exato: true });
+    expect(over.proximo_cursor).toBe(String(over.linhas.at(-1)!.sequence_number));
   });
 });

@@ -24,16 +24,38 @@ export interface ConsultarEventosDto {
    */
   payload_campo?: string;
   payload_valor?: string;
+  /**
+   * Keyset paging: only events with `sequence_number` above this one (exclusive) — pass the
+   * previous page's `proximo_cursor`. Costs the same on page 1 and page 10,000, unlike
+   * `deslocamento` (kept for the seed's contract); the two cannot be combined.
+   */
+  apos_sequence?: number | bigint | string;
   /** Page size, default 100, capped at 500. */
   limite?: number;
+  /** Rows of the filter skipped before the page (O(deslocamento) in PostgreSQL: prefer `apos_sequence`). */
   deslocamento?: number;
 }
 
+/** Up to this many matching rows, `total` is an exact count; above it, PostgreSQL's estimate. */
+export const LIMITE_TOTAL_EXATO = 10_000;
+
 export interface ResultadoPaginado<T> {
   linhas: T[];
+  /**
+   * Rows matching the filter (whatever the page: `apos_sequence` and `deslocamento` do not
+   * change it). Exact when at most `LIMITE_TOTAL_EXATO` match; above that, the planner's
+   * estimate (never below `LIMITE_TOTAL_EXATO + 1`) and `total_exato: false`.
+   */
   total: number;
+  /** Whether `total` is a count (true) or an estimate of more than `LIMITE_TOTAL_EXATO` rows (false). */
+  total_exato: boolean;
   limite: number;
   deslocamento: number;
+  /**
+   * The `apos_sequence` of the next page (the last row's `sequence_number`, as a string), or
+   * `null` when this page is the last.
+   */
+  proximo_cursor: string | null;
 }
 
 /** A row of the log: payload redacted (`redigido: true` says so). */
@@ -117,13 +139,15 @@ export interface FiltrosValidados {
   sequence_inicio?: bigint;
   sequence_fim?: bigint;
   payload?: { campo: string; valor: string };
+  apos_sequence?: bigint;
   limite: number;
   deslocamento: number;
 }
 
 /**
  * Checks `consultarEventos` filters (a `BAD_REQUEST` naming the first bad one) and applies the
- * defaults: `limite` 100, capped at `LIMITE_MAXIMO`; `deslocamento` 0. The SQL reader and the
+ * defaults: `limite` 100, capped at `LIMITE_MAXIMO`; `deslocamento` 0; `apos_sequence` and a
+ * non-zero `deslocamento` together are refused. The SQL reader and the
  * in-memory bus (`@feromonios/sdk/testing`) both read through it, so they accept and refuse the
  * same filters.
  */
@@ -165,8 +189,13 @@ export function filtrosValidados(filtros: ConsultarEventosDto = {}): FiltrosVali
   }
   const si = seq(filtros.sequence_inicio, 'sequence_inicio');
   const sf = seq(filtros.sequence_fim, 'sequence_fim');
+  const apos = seq(filtros.apos_sequence, 'apos_sequence');
   if (si !== undefined) out.sequence_inicio = BigInt(si);
   if (sf !== undefined) out.sequence_fim = BigInt(sf);
+  if (apos !== undefined) {
+    if (deslocamento > 0) bad('apos_sequence and deslocamento cannot be combined: page with apos_sequence alone');
+    out.apos_sequence = BigInt(apos);
+  }
   return out;
 }
 
@@ -183,6 +212,12 @@ export class EventLogReader {
     private readonly logger: Logger,
   ) {}
 
+  /**
+   * One page of the log matching every filter, in sequence order (seed 4.3). The page is one
+   * indexed query (`limite + 1` rows, to know whether a next page exists); `total` is counted
+   * with a bounded query (at most `LIMITE_TOTAL_EXATO + 1` index entries read) and, above the
+   * bound, estimated by the planner — so a broad filter costs the same at 1M rows as at 10M.
+   */
   async consultarEventos(filtros: ConsultarEventosDto = {}): Promise<ResultadoPaginado<EventoDoLog>> {
     const f = filtrosValidados(filtros);
     const where: string[] = [];
@@ -198,21 +233,44 @@ export class EventLogReader {
     if (f.timestamp_fim !== undefined) add('timestamp <= ?::timestamptz', f.timestamp_fim);
     if (f.sequence_inicio !== undefined) add('sequence_number >= ?::bigint', f.sequence_inicio.toString());
     if (f.sequence_fim !== undefined) add('sequence_number <= ?::bigint', f.sequence_fim.toString());
+    // served by event_log_payload_idx (GIN, jsonb_path_ops)
     if (f.payload !== undefined) add('payload @> ?::jsonb', JSON.stringify({ [f.payload.campo]: f.payload.valor }));
     const w = where.length ? `WHERE ${where.join(' AND ')}` : '';
-    const [count, rows] = await Promise.all([
-      this.pool.query<{ n: string }>(`SELECT count(*) AS n FROM core.event_log ${w}`, params),
+    const filterParams = [...params];
+    // the cursor narrows the page, not the total
+    if (f.apos_sequence !== undefined) add('sequence_number > ?::bigint', f.apos_sequence.toString());
+    const pw = where.length ? `WHERE ${where.join(' AND ')}` : '';
+    const [total, page] = await Promise.all([
+      this.total(w, filterParams),
       this.pool.query<LogRow>(
-        `SELECT ${COLUMNS} FROM core.event_log ${w} ORDER BY event_log.sequence_number LIMIT $${params.length + 1} OFFSET $${params.length + 2}`,
-        [...params, f.limite, f.deslocamento],
+        `SELECT ${COLUMNS} FROM core.event_log ${pw} ORDER BY event_log.sequence_number LIMIT $${params.length + 1} OFFSET $${params.length + 2}`,
+        [...params, f.limite + 1, f.deslocamento],
       ),
     ]);
+    const linhas = page.rows.slice(0, f.limite).map(eventoDoLog);
     return {
-      linhas: rows.rows.map(eventoDoLog),
-      total: Number(count.rows[0]?.n ?? 0),
+      linhas,
+      ...total,
       limite: f.limite,
       deslocamento: f.deslocamento,
+      proximo_cursor: page.rows.length > f.limite ? String(linhas.at(-1)?.sequence_number) : null,
     };
+  }
+
+  /** Exact up to `LIMITE_TOTAL_EXATO` (a count that stops there); above, the planner's row estimate. */
+  private async total(where: string, params: unknown[]): Promise<{ total: number; total_exato: boolean }> {
+    const { rows } = await this.pool.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM (SELECT 1 FROM core.event_log ${where} LIMIT ${LIMITE_TOTAL_EXATO + 1}) s`,
+      params,
+    );
+    const n = rows[0]?.n ?? 0;
+    if (n <= LIMITE_TOTAL_EXATO) return { total: n, total_exato: true };
+    const plan = await this.pool.query<{ 'QUERY PLAN': Array<{ Plan: { 'Plan Rows': number } }> }>(
+      `EXPLAIN (FORMAT JSON) SELECT 1 FROM core.event_log ${where}`,
+      params,
+    );
+    const estimate = Math.round(plan.rows[0]?.['QUERY PLAN'][0]?.Plan['Plan Rows'] ?? 0);
+    return { total: Math.max(estimate, LIMITE_TOTAL_EXATO + 1), total_exato: false };
   }
 
   async obterEventoPorId(eventId: string): Promise<EventoDoLog | null> {

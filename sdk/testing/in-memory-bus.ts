@@ -163,11 +163,18 @@ export class InMemoryEventBus implements Barramento {
           (f.sequence_fim === undefined || e.sequence_number <= f.sequence_fim) &&
           (f.payload === undefined || e.payload[f.payload.campo] === f.payload.valor),
       );
+      const after = f.apos_sequence;
+      const from = after === undefined ? rows : rows.filter((e) => e.sequence_number > after);
+      const page = from.slice(f.deslocamento, f.deslocamento + f.limite + 1);
+      const linhas = page.slice(0, f.limite).map(copy);
       return {
-        linhas: rows.slice(f.deslocamento, f.deslocamento + f.limite).map(copy),
+        linhas,
+        // counted, never estimated: the in-memory log is small
         total: rows.length,
+        total_exato: true,
         limite: f.limite,
         deslocamento: f.deslocamento,
+        proximo_cursor: page.length > f.limite ? String(linhas.at(-1)?.sequence_number) : null,
       };
     });
   }

@@ -8,6 +8,11 @@ const categorizada = () => ({
   origem: 'D-3',
   payload: { ...SAMPLE_PAYLOADS['demanda.categorizada'] },
 });
+const recebida = () => ({
+  tipo: 'demanda.recebida',
+  origem: 'D-1a',
+  payload: { ...SAMPLE_PAYLOADS['demanda.recebida'] },
+});
 
 describe('InMemoryEventBus, the helpers a colony test awaits', () => {
   it('assigns sequence numbers at publish, in order, and lists what was published per type with full payloads', async () => {
@@ -159,6 +164,7 @@ describe('InMemoryEventBus reads, given hostile filters', () => {
             timestamp_inicio: hostile,
             timestamp_fim: hostile,
             sequence_inicio: hostile,
+            apos_sequence: hostile,
             limite: hostile,
             deslocamento: hostile,
           },
@@ -174,6 +180,35 @@ describe('InMemoryEventBus reads, given hostile filters', () => {
       ),
       { numRuns: 300 },
     );
+    await bus.encerrar();
+  });
+});
+
+describe('InMemoryEventBus keyset paging', () => {
+  it('proximo_cursor walks every event of a filter once, in order, whatever the page size', async () => {
+    const bus = new InMemoryEventBus();
+    for (let i = 0; i < 37; i++) await bus.publicar(i % 3 === 0 ? categorizada() : recebida());
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 1, max: 40 }), fc.boolean(), async (limite, soCategorizadas) => {
+        const f = soCategorizadas ? { tipo: 'demanda.categorizada' } : {};
+        const seen: bigint[] = [];
+        let cursor: string | null = null;
+        do {
+          const p = await bus.consultarEventos({ ...f, limite, ...(cursor === null ? {} : { apos_sequence: cursor }) });
+          expect(p.total_exato).toBe(true);
+          seen.push(...p.linhas.map((e) => e.sequence_number));
+          cursor = p.proximo_cursor;
+        } while (cursor !== null);
+        const all = await bus.replayDeSequence(0);
+        expect(seen).toEqual(
+          all.filter((e) => !soCategorizadas || e.tipo === 'demanda.categorizada').map((e) => e.sequence_number),
+        );
+      }),
+      { numRuns: 50 },
+    );
+    await expect(bus.consultarEventos({ apos_sequence: 1, deslocamento: 1 })).rejects.toMatchObject({
+      code: 'BAD_REQUEST',
+    });
     await bus.encerrar();
   });
 });
