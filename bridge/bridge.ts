@@ -427,12 +427,24 @@ export class Bridge {
     ctl: { heartbeat(): Promise<void>; isRunning(): boolean; isStale(): boolean; resolveOffset(offset: string): void },
   ): Promise<void> {
     const { topic, partition } = batch;
-    for (let i = 0; i < batch.messages.length; i += this.o.batchSize) {
+    const chunks: KafkaMessage[][] = [];
+    for (let i = 0; i < batch.messages.length; i += this.o.batchSize)
+      chunks.push(batch.messages.slice(i, i + this.o.batchSize));
+    const decode = (chunk: KafkaMessage[]) => {
+      const p = this.retrying('registry', ctl, () => this.decodeChunk(topic, partition, chunk));
+      p.catch(() => undefined); // awaited below; a chunk never awaited (rebalanced) must not be an unhandled rejection
+      return p;
+    };
+    // the next chunk is decoded (CPU) while this one is staged (PostgreSQL): a two-stage pipeline
+    let decoding = chunks[0] ? decode(chunks[0]) : undefined;
+    let committed: string | undefined;
+    for (const [k, chunk] of chunks.entries()) {
       if (!ctl.isRunning() || ctl.isStale()) return; // rebalanced or stopping: the rest is redelivered
-      const chunk = batch.messages.slice(i, i + this.o.batchSize);
       this.o.metrics.consumed.inc({ topic }, chunk.length);
-      const decoded = await this.retrying('registry', ctl, () => this.decodeChunk(topic, partition, chunk));
+      const decoded = await (decoding as ReturnType<typeof decode>);
       if (decoded === ABORTED) return;
+      const after = chunks[k + 1];
+      decoding = after ? decode(after) : undefined;
       const poison = decoded.filter((d): d is Poison => d.kind === 'poison');
       const good = decoded.filter((d): d is Extract<Decoded, { kind: 'ok' }> => d.kind === 'ok');
       if (poison.length > 0) {
@@ -451,21 +463,26 @@ export class Bridge {
       this.o.metrics.duplicates.inc(result.duplicates.length);
       const lastOffset = (chunk.at(-1) as KafkaMessage).offset;
       ctl.resolveOffset(lastOffset);
-      // the committed offset is what the sequencer waits for: "staged up to here"
-      await consumer.commitOffsets([{ topic, partition, offset: (BigInt(lastOffset) + 1n).toString() }]);
       if (result.staged.length > 0) this.sequencer.wake();
-      this.recordProgress(
-        this.lanes[0] as Lane,
-        topic,
-        partition,
-        Math.max(0, Number(batch.highWatermark) - Number(lastOffset) - 1),
-      );
-      this.o.logger.debug('batch staged', {
+      // the committed offset is what the sequencer waits for: "staged up to here". Committed
+      // after the batch's last chunk, or every 5 chunks of a large one: fewer broker round trips
+      if (k === chunks.length - 1 || k % 5 === 4) {
+        await consumer.commitOffsets([{ topic, partition, offset: (BigInt(lastOffset) + 1n).toString() }]);
+        committed = lastOffset;
+        this.recordProgress(
+          this.lanes[0] as Lane,
+          topic,
+          partition,
+          Math.max(0, Number(batch.highWatermark) - Number(lastOffset) - 1),
+        );
+      }
+      this.o.logger.debug('chunk staged', {
         topic,
         partition,
         staged: result.staged.length,
         duplicates: result.duplicates.length,
         quarantined: poison.length,
+        committed,
       });
       await ctl.heartbeat();
     }

@@ -1,6 +1,8 @@
 import type pg from 'pg';
 import type { EventoConsultado } from '../sdk';
 import { withTransaction } from '../sdk/service';
+import { copyRows, type CopyValue } from './copy-text';
+import { refusalOf } from './refused-rows';
 
 /** One event ready for `core.event_log` (payload already redacted): the contract's columns. */
 export type LogRow = Pick<
@@ -34,44 +36,84 @@ export function publishTimeOf(recordTimestamp: string | undefined, receivedAt: n
   return new Date(Number.isSafeInteger(ms) && ms <= MAX_DATE_MS ? ms : receivedAt).toISOString();
 }
 
+const STAGING_COLUMNS = [
+  'event_id',
+  'tipo',
+  'versao_schema',
+  'timestamp',
+  'origem',
+  'correlacao_id',
+  'causation_id',
+  'payload',
+  'kafka_topic',
+  'kafka_partition',
+  'kafka_offset',
+  'publicado_em',
+  'ordem_sessao',
+  'ordem_contador',
+] as const;
+
 /**
- * Stages a chunk of one partition in one transaction: events already staged or already in the
- * log are left out (returned as duplicates). Commit signals `STAGING_CHANNEL`. The caller
- * commits the Kafka offsets afterwards: a committed offset means "staged up to here", which is
- * what the sequencer waits for.
+ * Stages a chunk of one partition in one transaction. The fast path is one `COPY` (text
+ * format, bridge/copy-text.ts); when it fails for a row's content or because an event is staged
+ * already (a redelivery: unique violation) the chunk is staged again by an `INSERT` that leaves
+ * out events already staged (returned as duplicates) — and if PostgreSQL refuses that too, the
+ * caller isolates the refused row. Events already in the log may be staged again: the sequencer
+ * drops them without a sequence number. Commit signals `STAGING_CHANNEL`. The caller commits
+ * the Kafka offsets afterwards: a committed offset means "staged up to here", which is what the
+ * sequencer waits for.
  */
 export async function stageEvents(
   pool: pg.Pool,
   rows: StagedRow[],
 ): Promise<{ staged: string[]; duplicates: string[] }> {
   if (rows.length === 0) return { staged: [], duplicates: [] };
+  const distinct = new Set(rows.map((r) => r.event_id)).size === rows.length;
+  if (distinct) {
+    try {
+      await withTransaction(pool, async (client) => {
+        await copyRows(client, 'core.event_staging', STAGING_COLUMNS, rows.map(stagingValues));
+        await client.query(`SELECT pg_notify('${STAGING_CHANNEL}', '')`);
+      });
+      return { staged: rows.map((r) => r.event_id), duplicates: [] };
+    } catch (err) {
+      if (!refusalOf(err)) throw err; // an outage: the caller retries the chunk
+    }
+  }
+  return insertStaging(pool, rows);
+}
+
+/** A staged row's values in `STAGING_COLUMNS` order, as COPY text takes them. */
+const stagingValues = (r: StagedRow): CopyValue[] => [
+  r.event_id,
+  r.tipo,
+  r.versao_schema,
+  r.timestamp,
+  r.origem,
+  r.correlacao_id,
+  r.causation_id,
+  JSON.stringify(r.payload),
+  r.kafka_topic,
+  r.kafka_partition,
+  r.kafka_offset,
+  r.publicado_em,
+  r.ordem_sessao,
+  r.ordem_contador,
+];
+
+/** The slow path of `stageEvents`: one INSERT that skips events already staged. */
+async function insertStaging(pool: pg.Pool, rows: StagedRow[]): Promise<{ staged: string[]; duplicates: string[] }> {
+  const values = rows.map(stagingValues);
   return withTransaction(pool, async (client) => {
     const res = await client.query<{ event_id: string }>(
-      `INSERT INTO core.event_staging (event_id, tipo, versao_schema, timestamp, origem, correlacao_id, causation_id, payload,
-                                       kafka_topic, kafka_partition, kafka_offset, publicado_em, ordem_sessao, ordem_contador)
+      `INSERT INTO core.event_staging (${STAGING_COLUMNS.join(', ')})
        SELECT e, t, v, ts, o, c, ca, p, kt, kp, ko, pe, os, oc
          FROM unnest($1::uuid[], $2::text[], $3::text[], $4::timestamptz[], $5::text[], $6::uuid[], $7::uuid[], $8::jsonb[],
                      $9::text[], $10::int[], $11::bigint[], $12::timestamptz[], $13::uuid[], $14::bigint[])
               AS x(e, t, v, ts, o, c, ca, p, kt, kp, ko, pe, os, oc)
-        WHERE NOT EXISTS (SELECT 1 FROM core.event_log l WHERE l.event_id = x.e)
        ON CONFLICT (event_id) DO NOTHING
        RETURNING event_id::text`,
-      [
-        rows.map((r) => r.event_id),
-        rows.map((r) => r.tipo),
-        rows.map((r) => r.versao_schema),
-        rows.map((r) => r.timestamp),
-        rows.map((r) => r.origem),
-        rows.map((r) => r.correlacao_id),
-        rows.map((r) => r.causation_id),
-        rows.map((r) => JSON.stringify(r.payload)),
-        rows.map((r) => r.kafka_topic),
-        rows.map((r) => r.kafka_partition),
-        rows.map((r) => r.kafka_offset),
-        rows.map((r) => r.publicado_em),
-        rows.map((r) => r.ordem_sessao),
-        rows.map((r) => r.ordem_contador),
-      ],
+      STAGING_COLUMNS.map((_c, i) => values.map((v) => v[i])),
     );
     await client.query(`SELECT pg_notify('${STAGING_CHANNEL}', '')`);
     const staged = new Set(res.rows.map((r) => r.event_id));

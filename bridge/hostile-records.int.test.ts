@@ -445,10 +445,11 @@ describe('hostile records from non-SDK producers (issue #12)', () => {
   });
 
   it('a lane whose consumer crashes is restarted, counted, and /ready says so meanwhile', async () => {
-    await db.pool.query('ALTER TABLE core.event_log RENAME TO event_log_fora');
+    // staging fails with a non-retriable error (undefined table): the lane's batch throws
+    await db.pool.query('ALTER TABLE core.event_staging RENAME TO event_staging_fora');
     let renamedBack = false;
     registerCleanup(async () => {
-      if (!renamedBack) await db.pool.query('ALTER TABLE core.event_log_fora RENAME TO event_log');
+      if (!renamedBack) await db.pool.query('ALTER TABLE core.event_staging_fora RENAME TO event_staging');
     });
     const e = await bus.publicar({
       tipo: 'demanda.categorizada',
@@ -459,20 +460,29 @@ describe('hostile records from non-SDK producers (issue #12)', () => {
       timeoutMs: 60_000,
       message: '/ready says not ready while the lane cannot write',
     });
-    const detail = bridge.health();
     // the detail says why: a lane that is not running, or a partition stalled behind the failure
-    expect(detail.lanes.some((l) => l.topics > 0 && !l.running) || detail.stalled.length > 0).toBe(true);
+    // (the sequencer, which reads staging too, may say it first: sequencer_failing)
+    await waitFor(
+      () => {
+        const detail = bridge.health();
+        return !detail.ready && (detail.lanes.some((l) => l.topics > 0 && !l.running) || detail.stalled.length > 0);
+      },
+      { timeoutMs: 60_000, message: '/ready names the lane that crashed' },
+    );
     await waitFor(async () => ((await metrics.consumerRestarts.get()).values[0]?.value ?? 0) > 0, {
       timeoutMs: 90_000,
       message: 'the crash is counted',
     });
-    await db.pool.query('ALTER TABLE core.event_log_fora RENAME TO event_log');
+    await db.pool.query('ALTER TABLE core.event_staging_fora RENAME TO event_staging');
     renamedBack = true;
     await waitFor(async () => (await bus.obterEventoPorId(e.event_id)) !== null, {
       timeoutMs: 90_000,
       message: 'the restarted lane writes the event',
     });
     await waitFor(() => bridge.ready(), { timeoutMs: 30_000, message: 'ready again' });
+    expect((await metrics.consumerRestarts.get()).values.some((v) => v.labels.lane === 'eventos' && v.value > 0)).toBe(
+      true,
+    );
   }, 240_000);
 });
 
