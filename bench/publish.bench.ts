@@ -4,17 +4,20 @@ import type { PublicarEventoDto } from '../sdk';
 import { buildHeaders, encodeValue } from '../sdk/wire';
 import { SAMPLE_PAYLOADS } from '../sdk/testing';
 import { progress, type BenchContext } from './context';
+import { kafkajsBatched, kafkajsPerCall, platformaticProducer, type ReferenceProducer } from './reference-clients';
 import { now, percentile, pool } from './stats';
+
+export interface Measured {
+  perSec: number;
+  p50: number;
+  p99: number;
+}
 
 export interface PublishRow {
   mode: string;
-  sdkPerSec: number;
-  rawPerSec: number;
-  ratio: number;
-  sdkP50: number;
-  sdkP99: number;
-  rawP50: number;
-  rawP99: number;
+  sdk: Measured;
+  /** The references, in the order of `REFERENCES`; `ratio` = SDK events/s ÷ the reference's. */
+  refs: Array<Measured & { name: string; ratio: number }>;
 }
 
 interface Run {
@@ -25,10 +28,11 @@ interface Run {
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
 
 /**
- * `publicar` sequentially and with 64 in flight, and `publicarLote`, against a plain kafkajs
- * producer with the same guarantees (idempotent, acks=all, one in-flight request) sending the
- * same bytes (wire-format value, CloudEvents headers, key) to the same topic. Rounds alternate
- * SDK and raw; each figure is the median round.
+ * `publicar` sequentially and with 64 in flight, and `publicarLote`, against three references
+ * with the same guarantees (idempotent, acks=all, one in-flight request) sending the same bytes
+ * (wire-format value, CloudEvents headers, key) to the same topic: kafkajs `send()` per call,
+ * kafkajs batched by hand, and `@platformatic/kafka` 1.x (bench/reference-clients.ts). Rounds
+ * alternate the clients; each figure is the median round.
  */
 export async function benchPublish(ctx: BenchContext): Promise<PublishRow[]> {
   const bus = await ctx.bus({ clientId: 'bench-sdk' });
@@ -44,6 +48,18 @@ export async function benchPublish(ctx: BenchContext): Promise<PublishRow[]> {
     createPartitioner: Partitioners.DefaultPartitioner,
   });
   await raw.connect();
+  const batchedRaw = kafka.producer({
+    idempotent: true,
+    maxInFlightRequests: 1,
+    allowAutoTopicCreation: false,
+    createPartitioner: Partitioners.DefaultPartitioner,
+  });
+  await batchedRaw.connect();
+  const refs: ReferenceProducer[] = [
+    kafkajsPerCall(raw, topic),
+    kafkajsBatched(batchedRaw, topic),
+    platformaticProducer(ctx.brokers, topic),
+  ];
   const rawMessage = (): Message => {
     const d = dto();
     const event_id = randomUUID();
@@ -64,63 +80,65 @@ export async function benchPublish(ctx: BenchContext): Promise<PublishRow[]> {
     };
   };
 
+  for (const r of refs) await r.send([rawMessage()]); // connected, metadata known
   const rounds = ctx.quick ? 1 : 3;
   const nSeq = ctx.quick ? 400 : 2_000;
   const nPar = ctx.quick ? 4_000 : 30_000;
   const batch = 500;
-  const modes: Array<{ mode: string; sdk: () => Promise<Run>; raw: () => Promise<Run> }> = [
+  const modes: Array<{ mode: string; sdk: () => Promise<Run>; ref: (r: ReferenceProducer) => Promise<Run> }> = [
     {
       mode: 'sequential',
       sdk: () => timed(nSeq, 1, async () => void (await bus.publicar(dto()))),
-      raw: () => timed(nSeq, 1, async () => void (await raw.send({ topic, acks: -1, messages: [rawMessage()] }))),
+      ref: (r) => timed(nSeq, 1, () => r.send([rawMessage()])),
     },
     {
       mode: '64 in flight',
       sdk: () => timed(nPar, 64, async () => void (await bus.publicar(dto()))),
-      raw: () => timed(nPar, 64, async () => void (await raw.send({ topic, acks: -1, messages: [rawMessage()] }))),
+      ref: (r) => timed(nPar, 64, () => r.send([rawMessage()])),
     },
     {
       mode: `publicarLote (${batch})`,
       sdk: () =>
         timed(nPar / batch, 1, async () => void (await bus.publicarLote(Array.from({ length: batch }, dto))), batch),
-      raw: () =>
-        timed(
-          nPar / batch,
-          1,
-          async () => void (await raw.send({ topic, acks: -1, messages: Array.from({ length: batch }, rawMessage) })),
-          batch,
-        ),
+      ref: (r) => timed(nPar / batch, 1, () => r.send(Array.from({ length: batch }, rawMessage)), batch),
     },
   ];
   const rows: PublishRow[] = [];
   for (const m of modes) {
     const sdkRuns: Run[] = [];
-    const rawRuns: Run[] = [];
-    for (let r = 0; r < rounds; r++) {
-      progress(`publish ${m.mode}: round ${r + 1}/${rounds} raw kafkajs…`);
-      rawRuns.push(await m.raw());
-      progress(`publish ${m.mode}: round ${r + 1}/${rounds} SDK…`);
+    const refRuns: Run[][] = refs.map(() => []);
+    for (let round = 0; round < rounds; round++) {
+      for (const [i, r] of refs.entries()) {
+        progress(`publish ${m.mode}: round ${round + 1}/${rounds} ${r.name}…`);
+        refRuns[i]?.push(await m.ref(r));
+      }
+      progress(`publish ${m.mode}: round ${round + 1}/${rounds} SDK…`);
       sdkRuns.push(await m.sdk());
     }
-    const sdkPerSec = median(sdkRuns.map((x) => x.perSec));
-    const rawPerSec = median(rawRuns.map((x) => x.perSec));
-    const sdkLat = sdkRuns.flatMap((x) => x.lat);
-    const rawLat = rawRuns.flatMap((x) => x.lat);
+    const sdk = measured(sdkRuns);
     rows.push({
       mode: m.mode,
-      sdkPerSec,
-      rawPerSec,
-      ratio: sdkPerSec / rawPerSec,
-      sdkP50: percentile(sdkLat, 50),
-      sdkP99: percentile(sdkLat, 99),
-      rawP50: percentile(rawLat, 50),
-      rawP99: percentile(rawLat, 99),
+      sdk,
+      refs: refs.map((r, i) => {
+        const x = measured(refRuns[i] ?? []);
+        return { name: r.name, ...x, ratio: sdk.perSec / x.perSec };
+      }),
     });
-    progress(`publish ${m.mode}: SDK ${Math.round(sdkPerSec)}/s, raw ${Math.round(rawPerSec)}/s`);
+    progress(
+      `publish ${m.mode}: SDK ${Math.round(sdk.perSec)}/s; ${rows
+        .at(-1)
+        ?.refs.map((r) => `${r.name} ${Math.round(r.perSec)}/s`)
+        .join('; ')}`,
+    );
   }
-  await raw.disconnect();
+  for (const r of refs) await r.close();
   return rows;
 }
+
+const measured = (runs: Run[]): Measured => {
+  const lat = runs.flatMap((x) => x.lat);
+  return { perSec: median(runs.map((x) => x.perSec)), p50: percentile(lat, 50), p99: percentile(lat, 99) };
+};
 
 function dto(): PublicarEventoDto {
   return { tipo: 'demanda.categorizada', origem: 'D-3', payload: { ...SAMPLE_PAYLOADS['demanda.categorizada'] } };

@@ -33,13 +33,23 @@ interface Target {
 function targets(r: Results): Target[] {
   const t: Target[] = [];
   const par = r.publish?.find((p) => p.mode === '64 in flight');
-  if (par)
+  const perCall = par?.refs[0];
+  if (par && perCall)
     t.push({
       name: 'SDK publish, 64 in flight',
       goal: '≥ 0.85× plain kafkajs',
-      measured: `${fmt(par.ratio, 2)}×`,
-      met: par.ratio >= 0.85,
+      measured: `${fmt(perCall.ratio, 2)}×`,
+      met: perCall.ratio >= 0.85,
     });
+  if (par && par.refs.length > 1) {
+    const best = par.refs.reduce((a, b) => (b.perSec > a.perSec ? b : a));
+    t.push({
+      name: 'SDK publish, 64 in flight, against the best reference',
+      goal: '≥ 0.85× the fastest',
+      measured: `${fmt(best.ratio, 2)}× (${best.name})`,
+      met: best.ratio >= 0.85,
+    });
+  }
   if (r.live) {
     const ratio = r.live.sdk.p99 / r.live.raw.p99;
     t.push({
@@ -102,21 +112,15 @@ export function renderReport(r: Results): { table: string; markdown: string } {
     md.push(
       '## 1. Publish',
       '',
-      'Same topic, same bytes, same producer guarantees (idempotent, `acks=all`, one in-flight request).',
+      'Same topic, same bytes, same producer guarantees (idempotent, `acks=all`, one in-flight request). References: plain kafkajs `send()` per call; kafkajs batched by hand (callers queue, one `send()` of everything queued while the previous is in flight: bench/reference-clients.ts); `@platformatic/kafka` 1.x (idempotent).',
       '',
     );
-    md.push(...head(['mode', 'SDK events/s', 'kafkajs events/s', 'SDK/raw', 'SDK p50 / p99 ms', 'raw p50 / p99 ms']));
-    for (const p of r.publish)
-      md.push(
-        line([
-          p.mode,
-          fmt(p.sdkPerSec, 0),
-          fmt(p.rawPerSec, 0),
-          `${fmt(p.ratio, 2)}×`,
-          `${fmt(p.sdkP50)} / ${fmt(p.sdkP99)}`,
-          `${fmt(p.rawP50)} / ${fmt(p.rawP99)}`,
-        ]),
-      );
+    md.push(...head(['mode', 'client', 'events/s', 'SDK ÷ this', 'p50 / p99 ms']));
+    for (const p of r.publish) {
+      md.push(line([p.mode, '**SDK**', fmt(p.sdk.perSec, 0), '1×', `${fmt(p.sdk.p50)} / ${fmt(p.sdk.p99)}`]));
+      for (const x of p.refs)
+        md.push(line(['', x.name, fmt(x.perSec, 0), `${fmt(x.ratio, 2)}×`, `${fmt(x.p50)} / ${fmt(x.p99)}`]));
+    }
     md.push('', 'Latency is per call (for `publicarLote`, per batch of 500).', '');
   }
   if (r.live) {
