@@ -42,7 +42,10 @@ function batchedByHand(name: string, sendAll: (messages: Message[]) => Promise<v
     name,
     send: (messages: Message[]) =>
       new Promise<void>((resolve, reject) => {
-        queue.push({ messages, done: (err) => (err ? reject(err) : resolve()) });
+        queue.push({
+          messages,
+          done: (err) => (err ? reject(err instanceof Error ? err : new Error(String(err))) : resolve()),
+        });
         if (!sending) void drain();
       }),
     close,
