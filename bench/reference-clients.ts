@@ -22,7 +22,7 @@ export const kafkajsPerCall = (producer: KafkaJsProducer, topic: string): Refere
  * resolving each caller when its batch is acknowledged.
  */
 function batchedByHand(name: string, sendAll: (messages: Message[]) => Promise<void>, close: () => Promise<void>) {
-  let queue: Array<{ messages: Message[]; done: (err?: unknown) => void }> = [];
+  let queue: Array<{ messages: Message[]; done: (err?: Error) => void }> = [];
   let sending = false;
   const drain = async (): Promise<void> => {
     sending = true;
@@ -33,7 +33,7 @@ function batchedByHand(name: string, sendAll: (messages: Message[]) => Promise<v
         await sendAll(batch.flatMap((b) => b.messages));
         for (const b of batch) b.done();
       } catch (err) {
-        for (const b of batch) b.done(err);
+        for (const b of batch) b.done(err instanceof Error ? err : new Error('send failed'));
       }
     }
     sending = false;
@@ -44,7 +44,7 @@ function batchedByHand(name: string, sendAll: (messages: Message[]) => Promise<v
       new Promise<void>((resolve, reject) => {
         queue.push({
           messages,
-          done: (err) => (err ? reject(err instanceof Error ? err : new Error(String(err))) : resolve()),
+          done: (err) => (err ? reject(err) : resolve()),
         });
         if (!sending) void drain();
       }),
