@@ -103,6 +103,21 @@ function targets(r: Results): Target[] {
   return t;
 }
 
+/** The last soak's section (`npm run bench -- --soak`), embedded in every BENCHMARKS.md. */
+export const SOAK_RESULTS = path.join(__dirname, 'soak-results.md');
+const SOAK_START = '<!-- soak: written by npm run bench -- --soak -->';
+const SOAK_END = '<!-- /soak -->';
+
+/** `doc` with its soak section replaced by `section` (or inserted before the analysis). */
+export function withSoakSection(doc: string, section: string): string {
+  const block = `${SOAK_START}\n${section.trim()}\n${SOAK_END}`;
+  const a = doc.indexOf(SOAK_START);
+  const b = doc.indexOf(SOAK_END);
+  if (a >= 0 && b > a) return doc.slice(0, a) + block + doc.slice(b + SOAK_END.length);
+  const analysis = doc.indexOf('## Analysis');
+  return analysis >= 0 ? `${doc.slice(0, analysis)}${block}\n\n${doc.slice(analysis)}` : `${doc}\n${block}\n`;
+}
+
 /** The plain table for the terminal and the BENCHMARKS.md document. */
 export function renderReport(r: Results): { table: string; markdown: string } {
   const md: string[] = [];
@@ -226,6 +241,9 @@ export function renderReport(r: Results): { table: string; markdown: string } {
     ...targetLines,
     '',
     ...md,
+    ...(fs.existsSync(SOAK_RESULTS)
+      ? [SOAK_START, fs.readFileSync(SOAK_RESULTS, 'utf8').trim(), SOAK_END, '']
+      : ['_No soak on record: `npm run bench -- --soak`._', '']),
     analysis,
     '',
   ].join('\n');

@@ -15,6 +15,8 @@ import { benchPublish } from './publish.bench';
 import { benchReplay } from './replay.bench';
 import { renderReport, type Results } from './report';
 import { benchSink } from './sink.bench';
+import { runSoak, soakMarkdown } from './soak';
+import { SOAK_RESULTS, withSoakSection } from './report';
 
 async function main(): Promise<void> {
   const quick = process.argv.includes('--quick');
@@ -24,6 +26,8 @@ async function main(): Promise<void> {
     .split(',');
   const want = (name: string): boolean => !only || only.includes(name);
   const started = Date.now();
+  const soak = process.argv.find((a) => a === '--soak' || a.startsWith('--soak='));
+  if (soak) return runSoakOnly(soak === '--soak' ? 30 : Number(soak.slice(7)));
   progress(`${quick ? 'quick' : 'full'} run; services…`);
   const ctx = await createContext(quick);
   const results: Results = {
@@ -53,6 +57,30 @@ async function main(): Promise<void> {
   }
   progress(`done in ${results.seconds.toFixed(0)} s`);
   process.exit(0);
+}
+
+/**
+ * `--soak[=minutes]`: only the soak (bench/soak.ts). Its section replaces the previous one in
+ * BENCHMARKS.md and is kept in bench/soak-results.md, which a full run embeds. Exit code 1 when
+ * it fails.
+ */
+async function runSoakOnly(minutes: number): Promise<void> {
+  if (!Number.isFinite(minutes) || minutes < 1) throw new Error(`--soak=<minutes>: at least 1, got ${minutes}`);
+  const ctx = await createContext(false);
+  let result;
+  try {
+    result = await runSoak(ctx, minutes);
+  } finally {
+    await ctx.cleanup();
+  }
+  const command = `npm run bench -- ${process.argv.slice(2).join(' ')}`;
+  const section = soakMarkdown(result, command);
+  process.stdout.write(section + '\n');
+  fs.writeFileSync(SOAK_RESULTS, section);
+  const file = path.join(__dirname, '..', 'BENCHMARKS.md');
+  if (fs.existsSync(file)) fs.writeFileSync(file, withSoakSection(fs.readFileSync(file, 'utf8'), section));
+  progress(`soak ${result.ok ? 'passed' : 'FAILED'}; BENCHMARKS.md updated`);
+  process.exit(result.ok ? 0 : 1);
 }
 
 main().catch((err: unknown) => {
