@@ -193,10 +193,6 @@ export class Publisher {
         } catch (err) {
           for (const q of take) q.reject(err);
         }
-        // let the callers just answered publish again before the next request is cut: their
-        // next calls reach the queue after a few promise hops (ids, topics), and would otherwise
-        // miss it and wait a whole round trip — halving the batch a busy publisher sends
-        await new Promise<void>((r) => setImmediate(r));
       }
     } finally {
       this.sending = false;
