@@ -100,6 +100,17 @@ function targets(r: Results): Target[] {
       measured: `${fmt(r.replayLarge.peakMb)} MB vs ${fmt(r.replay.streamMb)} MB`,
       met: r.replayLarge.peakMb <= r.replay.streamMb + 1,
     });
+  // the last soak (npm run bench -- --soak), from its kept section
+  const soak = fs.existsSync(SOAK_RESULTS)
+    ? /^## Soak: (.*) — (.*)$/m.exec(fs.readFileSync(SOAK_RESULTS, 'utf8'))
+    : null;
+  if (soak)
+    t.push({
+      name: `soak, ${soak[1]}`,
+      goal: 'memory and lag bounded, every event delivered',
+      measured: `see "Soak" below (${(soak[2] ?? '').replace(/\*/g, '')})`,
+      met: soak[2] === 'passed',
+    });
   return t;
 }
 
@@ -158,9 +169,22 @@ export function renderReport(r: Results): { table: string; markdown: string } {
       `${r.sink.events.toLocaleString('en-US')} \`demanda.recebida\` events already in the topics, redaction on, every seed index present.`,
       '',
     );
-    md.push(...head(['writer', 'events/s', 'ratio']));
-    md.push(line(['bridge → `core.event_log`', fmt(r.sink.bridgePerSec, 0), `${fmt(r.sink.ratio, 3)}×`]));
-    md.push(line([`PostgreSQL ${r.sink.copyMethod}, identical table`, fmt(r.sink.copyPerSec, 0), '1×']), '');
+    const cpu = (c: SinkRow['bridgeCpu']) => `${fmt(c.node, 2)} / ${fmt(c.postgres, 2)} / ${fmt(c.java, 2)}`;
+    md.push(
+      ...head(['writer', 'events/s', 'ratio', 'CPU s per 10k events: bench process (bridge) / PostgreSQL / JVMs']),
+    );
+    md.push(
+      line([
+        'bridge → `core.event_log`',
+        fmt(r.sink.bridgePerSec, 0),
+        `${fmt(r.sink.ratio, 3)}×`,
+        cpu(r.sink.bridgeCpu),
+      ]),
+    );
+    md.push(
+      line([`PostgreSQL ${r.sink.copyMethod}, identical table`, fmt(r.sink.copyPerSec, 0), '1×', cpu(r.sink.copyCpu)]),
+      '',
+    );
     md.push(
       `Publish → visible in the log (confirmed publishing) at ${r.sink.visible.rate}/s for ${r.sink.visible.seconds} s: p50 ${fmt(r.sink.visible.p50)} ms, p95 ${fmt(r.sink.visible.p95)} ms, **p99 ${fmt(r.sink.visible.p99)} ms** (${r.sink.visible.n} events).`,
       '',

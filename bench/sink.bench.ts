@@ -4,7 +4,7 @@ import type pg from 'pg';
 import type { PublicarEventoDto } from '../sdk';
 import { SAMPLE_PAYLOADS } from '../sdk/testing';
 import { progress, type BenchContext } from './context';
-import { atRate, now, summarize, type LatencySummary } from './stats';
+import { atRate, cpuSeconds, now, summarize, type LatencySummary } from './stats';
 
 export interface SinkRow {
   events: number;
@@ -12,8 +12,18 @@ export interface SinkRow {
   copyPerSec: number;
   copyMethod: string;
   ratio: number;
+  /** CPU seconds per 10,000 events: the bench process (the bridge runs in it), PostgreSQL, the broker/registry JVMs. */
+  bridgeCpu: { node: number; postgres: number; java: number };
+  /** CPU seconds per 10,000 rows of the COPY reference (PostgreSQL alone does the work). */
+  copyCpu: { node: number; postgres: number; java: number };
   visible: LatencySummary & { rate: number; seconds: number };
 }
+
+const per10k = (a: ReturnType<typeof cpuSeconds>, b: ReturnType<typeof cpuSeconds>, n: number) => ({
+  node: ((b.node - a.node) * 10_000) / n,
+  postgres: ((b.postgres - a.postgres) * 10_000) / n,
+  java: ((b.java - a.java) * 10_000) / n,
+});
 
 const count = async (pool: pg.Pool, table = 'core.event_log'): Promise<number> =>
   Number((await pool.query<{ n: string }>(`SELECT count(*) AS n FROM ${table}`)).rows[0]?.n ?? 0);
@@ -47,6 +57,7 @@ export async function benchSink(ctx: BenchContext): Promise<SinkRow> {
   const db = await ctx.database('sink');
   progress(`sink: bridge draining ${n} events…`);
   const t0 = now();
+  const cpu0 = cpuSeconds();
   await ctx.bridge(bus, db.pool);
   let last = 0;
   for (;;) {
@@ -59,23 +70,30 @@ export async function benchSink(ctx: BenchContext): Promise<SinkRow> {
     await new Promise((r) => setTimeout(r, 100));
   }
   const bridgeSeconds = (now() - t0) / 1000;
+  const bridgeCpu = per10k(cpu0, cpuSeconds(), n);
 
   progress('sink: COPY of the same rows into an identical table…');
   await db.pool.query('CREATE TABLE core.event_log_copy (LIKE core.event_log INCLUDING ALL)');
   const file = `/tmp/feromonios-bench-${randomUUID()}.copy`;
   let copyMethod = 'COPY FROM file (binary)';
   let copySeconds: number;
+  let copyCpu0 = cpuSeconds();
+  let copyCpu1 = copyCpu0;
   try {
     await db.pool.query(`COPY core.event_log TO '${file}' (FORMAT binary)`);
     const c0 = now();
+    copyCpu0 = cpuSeconds();
     await db.pool.query(`COPY core.event_log_copy FROM '${file}' (FORMAT binary)`);
     copySeconds = (now() - c0) / 1000;
+    copyCpu1 = cpuSeconds();
     fs.rmSync(file, { force: true });
   } catch {
     copyMethod = 'INSERT … SELECT (server file COPY not permitted)';
     const c0 = now();
+    copyCpu0 = cpuSeconds();
     await db.pool.query('INSERT INTO core.event_log_copy SELECT * FROM core.event_log');
     copySeconds = (now() - c0) / 1000;
+    copyCpu1 = cpuSeconds();
   }
   if ((await count(db.pool, 'core.event_log_copy')) !== n) throw new Error('COPY reference did not copy every row');
 
@@ -100,6 +118,8 @@ export async function benchSink(ctx: BenchContext): Promise<SinkRow> {
     copyPerSec: n / copySeconds,
     copyMethod,
     ratio: n / bridgeSeconds / (n / copySeconds),
+    bridgeCpu,
+    copyCpu: per10k(copyCpu0, copyCpu1, n),
     visible: { ...summarize(lat), rate, seconds },
   };
 }

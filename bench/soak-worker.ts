@@ -69,7 +69,8 @@ async function publisher(c: WorkerConfig): Promise<void> {
 }
 
 async function colony(c: WorkerConfig): Promise<void> {
-  const pool = new pg.Pool({ connectionString: c.databaseUrl, max: 4 });
+  // one connection per partition handled in parallel (an inbox handler holds one for its transaction), plus one
+  const pool = new pg.Pool({ connectionString: c.databaseUrl, max: c.partitions + 1 });
   await criarTabelaInbox(pool, 'soak');
   const bus = new EventBus({
     brokers: c.brokers,

@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 /** Percentile of an unsorted sample (nearest rank), in the sample's unit. */
 export function percentile(sample: number[], p: number): number {
   if (sample.length === 0) return NaN;
@@ -82,4 +83,34 @@ export async function timedMs<T>(fn: () => Promise<T>): Promise<{ result: T; ms:
   const t0 = now();
   const result = await fn();
   return { result, ms: now() - t0 };
+}
+
+/**
+ * CPU seconds used so far by this process and by every running process named `postgres` or
+ * `java` (the broker and the registry), from /proc (Linux; clock ticks of 1/100 s). Differences
+ * of two readings give the CPU a phase cost each side; processes that exit in between are not
+ * counted, so keep connections open across the phase.
+ */
+export function cpuSeconds(): { node: number; postgres: number; java: number } {
+  const u = process.cpuUsage();
+  const out = { node: (u.user + u.system) / 1e6, postgres: 0, java: 0 };
+  let pids: string[] = [];
+  try {
+    pids = fs.readdirSync('/proc').filter((d) => /^\d+$/.test(d));
+  } catch {
+    return out;
+  }
+  for (const pid of pids) {
+    try {
+      const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      const ticks = Number(fields[11]) + Number(fields[12]);
+      if (name === 'postgres') out.postgres += ticks / 100;
+      else if (name === 'java') out.java += ticks / 100;
+    } catch {
+      // exited meanwhile
+    }
+  }
+  return out;
 }
