@@ -58,6 +58,19 @@ export interface ResultadoPaginado<T> {
   proximo_cursor: string | null;
 }
 
+/**
+ * The page and its cursor from up to `limite + 1` rows in sequence order (one more than the page
+ * says whether a next page exists). The SQL reader and the in-memory bus both page through it.
+ */
+export function pagina<T extends { sequence_number: bigint }>(
+  rows: T[],
+  limite: number,
+): { linhas: T[]; proximo_cursor: string | null } {
+  const linhas = rows.slice(0, limite);
+  const last = linhas.at(-1);
+  return { linhas, proximo_cursor: rows.length > limite && last ? String(last.sequence_number) : null };
+}
+
 /** A row of the log: payload redacted (`redigido: true` says so). */
 export type EventoDoLog = EventoConsultado & { sequence_number: bigint; criado_em: string; redigido: true };
 
@@ -247,14 +260,8 @@ export class EventLogReader {
         [...params, f.limite + 1, f.deslocamento],
       ),
     ]);
-    const linhas = page.rows.slice(0, f.limite).map(eventoDoLog);
-    return {
-      linhas,
-      ...total,
-      limite: f.limite,
-      deslocamento: f.deslocamento,
-      proximo_cursor: page.rows.length > f.limite ? String(linhas.at(-1)?.sequence_number) : null,
-    };
+    const { linhas, proximo_cursor } = pagina(page.rows.map(eventoDoLog), f.limite);
+    return { linhas, ...total, limite: f.limite, deslocamento: f.deslocamento, proximo_cursor };
   }
 
   /** Exact up to `LIMITE_TOTAL_EXATO` (a count that stops there); above, the planner's row estimate. */

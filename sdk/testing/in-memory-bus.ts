@@ -14,6 +14,7 @@ import {
 import {
   cursorValidado,
   filtrosValidados,
+  pagina,
   type ConsultarEventosDto,
   type DLQEntrada,
   type DLQEstatisticas,
@@ -165,16 +166,15 @@ export class InMemoryEventBus implements Barramento {
       );
       const after = f.apos_sequence;
       const from = after === undefined ? rows : rows.filter((e) => e.sequence_number > after);
-      const page = from.slice(f.deslocamento, f.deslocamento + f.limite + 1);
-      const linhas = page.slice(0, f.limite).map(copy);
+      const { linhas, proximo_cursor } = pagina(from.slice(f.deslocamento, f.deslocamento + f.limite + 1), f.limite);
       return {
-        linhas,
+        linhas: linhas.map(copy),
         // counted, never estimated: the in-memory log is small
         total: rows.length,
         total_exato: true,
         limite: f.limite,
         deslocamento: f.deslocamento,
-        proximo_cursor: page.length > f.limite ? String(linhas.at(-1)?.sequence_number) : null,
+        proximo_cursor,
       };
     });
   }
