@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { Kafka, logLevel, Partitioners } from 'kafkajs';
+import { Kafka, logLevel } from 'kafkajs';
 import { ensureTopics, withAdmin } from '../sdk/wire';
 import { SAMPLE_PAYLOADS } from '../sdk/testing';
 import { progress, type BenchContext } from './context';
+import { kafkajsProducer } from './reference-clients';
 import { atRate, now, summarize, type LatencySummary } from './stats';
 
 export interface LiveRow {
@@ -53,13 +54,7 @@ export async function benchLiveLatency(ctx: BenchContext): Promise<LiveRow> {
   const kafka = new Kafka({ clientId: 'bench-live-raw', brokers: ctx.brokers, logLevel: logLevel.NOTHING });
   const topic = `${bus.topics.namespace}.raw-live`;
   await withAdmin(kafka, (admin) => ensureTopics(admin, [topic], bus.options.topics));
-  const producer = kafka.producer({
-    idempotent: true,
-    maxInFlightRequests: 1,
-    allowAutoTopicCreation: false,
-    createPartitioner: Partitioners.DefaultPartitioner,
-  });
-  await producer.connect();
+  const producer = await kafkajsProducer(kafka);
   const consumer = kafka.consumer({ groupId: `${topic}.group`, maxWaitTimeInMs: 100 });
   const rawLat: number[] = [];
   const rawSent = new Map<string, number>();

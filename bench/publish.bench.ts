@@ -1,10 +1,16 @@
 import { randomUUID } from 'node:crypto';
-import { Kafka, logLevel, Partitioners, type Message } from 'kafkajs';
+import { Kafka, logLevel, type Message } from 'kafkajs';
 import type { PublicarEventoDto } from '../sdk';
 import { buildHeaders, encodeValue } from '../sdk/wire';
 import { SAMPLE_PAYLOADS } from '../sdk/testing';
 import { progress, type BenchContext } from './context';
-import { kafkajsBatched, kafkajsPerCall, platformaticProducer, type ReferenceProducer } from './reference-clients';
+import {
+  kafkajsBatched,
+  kafkajsPerCall,
+  kafkajsProducer,
+  platformaticProducer,
+  type ReferenceProducer,
+} from './reference-clients';
 import { now, percentile, pool } from './stats';
 
 export interface Measured {
@@ -41,20 +47,8 @@ export async function benchPublish(ctx: BenchContext): Promise<PublishRow[]> {
   const topic = bus.topics.evento('demanda.categorizada');
   await bus.publicar(dto()); // topic exists, producer connected, ids cached
   const kafka = new Kafka({ clientId: 'bench-raw', brokers: ctx.brokers, logLevel: logLevel.NOTHING });
-  const raw = kafka.producer({
-    idempotent: true,
-    maxInFlightRequests: 1,
-    allowAutoTopicCreation: false,
-    createPartitioner: Partitioners.DefaultPartitioner,
-  });
-  await raw.connect();
-  const batchedRaw = kafka.producer({
-    idempotent: true,
-    maxInFlightRequests: 1,
-    allowAutoTopicCreation: false,
-    createPartitioner: Partitioners.DefaultPartitioner,
-  });
-  await batchedRaw.connect();
+  const raw = await kafkajsProducer(kafka);
+  const batchedRaw = await kafkajsProducer(kafka);
   const refs: ReferenceProducer[] = [
     kafkajsPerCall(raw, topic),
     kafkajsBatched(batchedRaw, topic),

@@ -1,11 +1,26 @@
 import { Producer, ProduceAcks, stringSerializer } from '@platformatic/kafka';
-import type { Message, Producer as KafkaJsProducer } from 'kafkajs';
+import { Partitioners, type Kafka, type Message, type Producer as KafkaJsProducer } from 'kafkajs';
 
 /** What each publish reference offers the benchmark: one message per call, awaited until acknowledged. */
 export interface ReferenceProducer {
   name: string;
   send(messages: Message[]): Promise<void>;
   close(): Promise<void>;
+}
+
+/**
+ * A connected plain kafkajs producer with the SDK's guarantees (sdk/runtime/producer.ts):
+ * idempotent, one request in flight, murmur2 partitioner, no topic auto-creation.
+ */
+export async function kafkajsProducer(kafka: Kafka): Promise<KafkaJsProducer> {
+  const producer = kafka.producer({
+    idempotent: true,
+    maxInFlightRequests: 1,
+    allowAutoTopicCreation: false,
+    createPartitioner: Partitioners.DefaultPartitioner,
+  });
+  await producer.connect();
+  return producer;
 }
 
 /** Plain kafkajs as most code uses it: one `send()` per call. */

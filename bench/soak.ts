@@ -139,14 +139,16 @@ export async function runSoak(ctx: BenchContext, minutes: number, rate = 1000): 
   while (!publisherDone) {
     await new Promise((r) => setTimeout(r, 10_000));
     const t = Date.now() - started;
-    const logged = await logCount(db.pool);
+    // one scrape of the bridge's /metrics: its heap, and how many events it wrote to the log (its
+    // counter, not a count(*) over millions of rows every 10 s on the machine being measured)
+    const scraped = await scrapeBridge(port);
+    if (scraped.heapMb !== undefined) heaps.set('bridge', scraped.heapMb);
+    const logged = scraped.inserted ?? 0;
     lags.push({
       t,
       log: Math.max(0, counts.published - logged),
       colony: Math.max(0, counts.published - counts.colony),
     });
-    const bridgeHeap = await scrapeHeapMb(port);
-    if (bridgeHeap !== undefined) heaps.set('bridge', bridgeHeap);
     for (const [name, pid] of Object.entries(pids)) {
       const rss = rssMb(pid);
       const heap = heaps.get(name);
@@ -163,7 +165,10 @@ export async function runSoak(ctx: BenchContext, minutes: number, rate = 1000): 
   }
   // the tail: everything published reaches the log and the colony
   const deadline = Date.now() + 120_000;
-  while (Date.now() < deadline && ((await logCount(db.pool)) < counts.published || counts.colony < counts.published))
+  while (
+    Date.now() < deadline &&
+    (((await scrapeBridge(port)).inserted ?? 0) < counts.published || counts.colony < counts.published)
+  )
     await new Promise((r) => setTimeout(r, 1000));
   const delivered = { log: await logCount(db.pool), colony: counts.colony, published: counts.published };
   kill();
@@ -287,14 +292,22 @@ function rssMb(pid: number | undefined): number | undefined {
   }
 }
 
-async function scrapeHeapMb(port: number): Promise<number | undefined> {
+/** The bridge's used heap (+ external) in MB and its `feromonios_bridge_inserted_total` (all types), from /metrics. */
+async function scrapeBridge(port: number): Promise<{ heapMb?: number; inserted?: number }> {
   try {
     const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
     const used = /^nodejs_heap_size_used_bytes (\S+)/m.exec(text)?.[1];
     const external = /^nodejs_external_memory_bytes (\S+)/m.exec(text)?.[1];
-    return used === undefined ? undefined : (Number(used) + Number(external ?? 0)) / 2 ** 20;
+    const inserted = [...text.matchAll(/^feromonios_bridge_inserted_total\{[^}]*\} (\S+)/gm)].reduce(
+      (n, m) => n + Number(m[1]),
+      0,
+    );
+    return {
+      ...(used === undefined ? {} : { heapMb: (Number(used) + Number(external ?? 0)) / 2 ** 20 }),
+      inserted,
+    };
   } catch {
-    return undefined;
+    return {};
   }
 }
 
