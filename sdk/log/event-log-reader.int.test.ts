@@ -13,6 +13,15 @@ async function seedRows(db: TestDatabase, n: number, tipo: string, correlacao = 
   );
 }
 
+/** A bus whose reads go to `db` (no publishing in these tests). */
+const readerBus = (db: TestDatabase): EventBus =>
+  new EventBus({
+    brokers: serviceEnv().brokers,
+    registryUrl: serviceEnv().registryUrl,
+    pool: db.pool,
+    logger: silentLogger,
+  });
+
 describe('reads of the log (seed 4.3-4.5)', () => {
   let db: TestDatabase;
   let bus: EventBus;
@@ -20,12 +29,7 @@ describe('reads of the log (seed 4.3-4.5)', () => {
 
   beforeAll(async () => {
     db = await createTestDatabase();
-    bus = new EventBus({
-      brokers: serviceEnv().brokers,
-      registryUrl: serviceEnv().registryUrl,
-      pool: db.pool,
-      logger: silentLogger,
-    });
+    bus = readerBus(db);
     await seedRows(db, 300, 'demanda.recebida', corr);
     await seedRows(db, 400, 'demanda.categorizada');
     await seedRows(db, 1500, 'parametros.atualizados');
@@ -216,12 +220,7 @@ describe(`total: exact up to ${LIMITE_TOTAL_EXATO} rows, the planner's estimate 
 
   beforeAll(async () => {
     db = await createTestDatabase();
-    bus = new EventBus({
-      brokers: serviceEnv().brokers,
-      registryUrl: serviceEnv().registryUrl,
-      pool: db.pool,
-      logger: silentLogger,
-    });
+    bus = readerBus(db);
     await seedRows(db, LIMITE_TOTAL_EXATO, 'demanda.recebida');
     await seedRows(db, 14_000, 'demanda.categorizada');
     await db.pool.query('ANALYZE core.event_log');
