@@ -29,6 +29,7 @@ export const consultarEventosQuery = {
     tipo: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[A-Za-z0-9_.-]+$' },
     origem: COLONY,
     correlacao_id: UUID,
+    tenant_id: UUID,
     timestamp_inicio: TIMESTAMP,
     timestamp_fim: TIMESTAMP,
     sequence_inicio: SEQUENCE,

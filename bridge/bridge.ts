@@ -659,6 +659,7 @@ export class Bridge {
             origem: ev.origem,
             correlacao_id: ev.correlacao_id,
             causation_id: ev.causation_id,
+            tenant_id: ev.tenant_id,
             payload: redactPayload(ev.payload, policy, this.o.redaction),
             kafka_topic: topic,
             kafka_partition: partition,

@@ -7,7 +7,15 @@ import { refusalOf } from './refused-rows';
 /** One event ready for `core.event_log` (payload already redacted): the contract's columns. */
 export type LogRow = Pick<
   EventoConsultado,
-  'event_id' | 'tipo' | 'versao_schema' | 'timestamp' | 'origem' | 'correlacao_id' | 'causation_id' | 'payload'
+  | 'event_id'
+  | 'tipo'
+  | 'versao_schema'
+  | 'timestamp'
+  | 'origem'
+  | 'correlacao_id'
+  | 'causation_id'
+  | 'tenant_id'
+  | 'payload'
 >;
 
 /** A row for `core.event_staging`: the log's columns plus where and when it was published. */
@@ -44,6 +52,7 @@ const STAGING_COLUMNS = [
   'origem',
   'correlacao_id',
   'causation_id',
+  'tenant_id',
   'payload',
   'kafka_topic',
   'kafka_partition',
@@ -92,6 +101,7 @@ const stagingValues = (r: StagedRow): CopyValue[] => [
   r.origem,
   r.correlacao_id,
   r.causation_id,
+  r.tenant_id,
   JSON.stringify(r.payload),
   r.kafka_topic,
   r.kafka_partition,
@@ -107,10 +117,10 @@ async function insertStaging(pool: pg.Pool, rows: StagedRow[]): Promise<{ staged
   return withTransaction(pool, async (client) => {
     const res = await client.query<{ event_id: string }>(
       `INSERT INTO core.event_staging (${STAGING_COLUMNS.join(', ')})
-       SELECT e, t, v, ts, o, c, ca, p, kt, kp, ko, pe, os, oc
-         FROM unnest($1::uuid[], $2::text[], $3::text[], $4::timestamptz[], $5::text[], $6::uuid[], $7::uuid[], $8::jsonb[],
-                     $9::text[], $10::int[], $11::bigint[], $12::timestamptz[], $13::uuid[], $14::bigint[])
-              AS x(e, t, v, ts, o, c, ca, p, kt, kp, ko, pe, os, oc)
+       SELECT e, t, v, ts, o, c, ca, te, p, kt, kp, ko, pe, os, oc
+         FROM unnest($1::uuid[], $2::text[], $3::text[], $4::timestamptz[], $5::text[], $6::uuid[], $7::uuid[], $8::uuid[],
+                     $9::jsonb[], $10::text[], $11::int[], $12::bigint[], $13::timestamptz[], $14::uuid[], $15::bigint[])
+              AS x(e, t, v, ts, o, c, ca, te, p, kt, kp, ko, pe, os, oc)
        ON CONFLICT (event_id) DO NOTHING
        RETURNING event_id::text`,
       STAGING_COLUMNS.map((_c, i) => values.map((v) => v[i])),
@@ -161,10 +171,10 @@ export async function moveToEventLog(
       `WITH ids AS (SELECT id, ord FROM unnest($1::uuid[]) WITH ORDINALITY AS u(id, ord)),
             moved AS (DELETE FROM core.event_staging s USING ids WHERE s.event_id = ids.id
                       RETURNING s.event_id, s.tipo, s.versao_schema, s.timestamp, s.origem, s.correlacao_id,
-                                s.causation_id, s.payload, s.kafka_topic, s.kafka_partition, s.kafka_offset, ids.ord),
-            ins AS (INSERT INTO core.event_log (event_id, tipo, versao_schema, timestamp, origem, correlacao_id, causation_id, payload,
-                                                kafka_topic, kafka_partition, kafka_offset)
-                    SELECT event_id, tipo, versao_schema, timestamp, origem, correlacao_id, causation_id, payload,
+                                s.causation_id, s.tenant_id, s.payload, s.kafka_topic, s.kafka_partition, s.kafka_offset, ids.ord),
+            ins AS (INSERT INTO core.event_log (event_id, tipo, versao_schema, timestamp, origem, correlacao_id, causation_id,
+                                                tenant_id, payload, kafka_topic, kafka_partition, kafka_offset)
+                    SELECT event_id, tipo, versao_schema, timestamp, origem, correlacao_id, causation_id, tenant_id, payload,
                            kafka_topic, kafka_partition, kafka_offset
                       FROM moved m
                      WHERE NOT EXISTS (SELECT 1 FROM core.event_log l WHERE l.event_id = m.event_id)

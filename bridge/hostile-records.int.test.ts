@@ -215,6 +215,7 @@ describe('hostile records from non-SDK producers (issue #12)', () => {
       { name: 'specversion 9.9', value: validValue(), headers: headers({ ce_specversion: '9.9' }) },
       { name: 'no content-type', value: validValue(), headers: headers({ 'content-type': undefined }) },
       { name: 'text/plain', value: validValue(), headers: headers({ 'content-type': 'text/plain' }) },
+      { name: 'tenant not a UUID', value: validValue(), headers: headers({ ce_tenantid: 'prefeitura-1' }) },
       {
         name: 'deprecated type',
         value: encodeValue(legadaId, JSON.stringify({ texto: 'x' })),
@@ -234,8 +235,16 @@ describe('hostile records from non-SDK producers (issue #12)', () => {
       ['specversion 9.9', 'invalid-header'],
       ['no content-type', 'missing-header'],
       ['text/plain', 'invalid-header'],
+      ['tenant not a UUID', 'invalid-header'],
       ['deprecated type', 'deprecated-type'],
     ]);
+    // a plain producer's valid ce_tenantid reaches the log as the column
+    const tenant = randomUUID();
+    const withTenant = { value: validValue(), headers: headers({ ce_tenantid: tenant }) };
+    await expectLanded(await between([withTenant]));
+    const id = headerString(withTenant.headers, 'ce_id') as string;
+    const row = await waitFor(() => bus.obterEventoPorId(id), { message: 'the record with ce_tenantid in the log' });
+    expect(row.tenant_id).toBe(tenant);
   });
 
   it('4. a malformed DLQ record with a plausible event_id is quarantined at once and does not delay the next failure', async () => {
@@ -372,6 +381,7 @@ describe('hostile records from non-SDK producers (issue #12)', () => {
           'ce_versaoschema',
           'ce_correlacaoid',
           'ce_causationid',
+          'ce_tenantid',
         )
         .chain((h) => dirty.map((v) => ({ value: validValue(), headers: headers({ [h]: v }) }))),
       fc

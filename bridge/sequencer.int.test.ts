@@ -21,6 +21,7 @@ describe('the sequencer loop', () => {
         origem: 'D-1b',
         correlacao_id: event_id,
         causation_id: null,
+        tenant_id: null,
         payload: { ...SAMPLE_PAYLOADS['demanda.normalizada'] },
         kafka_topic: `${ns}.evento.demanda.normalizada`,
         kafka_partition: 0,

@@ -8,6 +8,7 @@ import * as eventStaging from './20261201140000_add_event_staging';
 import * as reprocessingV2 from './20261201170000_add_dlq_reprocessing_v2';
 import * as kafkaPosition from './20261201180000_add_event_log_kafka_position';
 import * as payloadIndex from './20261201200000_add_event_log_payload_index';
+import * as tenantId from './20261202090000_add_event_log_tenant_id';
 
 /**
  * The `core` schema's migrations, in order. Landed migrations are never edited: add a file
@@ -26,6 +27,7 @@ export const MIGRATIONS: ReadonlyArray<{
   { name: '20261201170000_add_dlq_reprocessing_v2', module: reprocessingV2 },
   { name: '20261201180000_add_event_log_kafka_position', module: kafkaPosition },
   { name: '20261201200000_add_event_log_payload_index', module: payloadIndex },
+  { name: '20261202090000_add_event_log_tenant_id', module: tenantId },
 ];
 
 const source: Knex.MigrationSource<(typeof MIGRATIONS)[number]> = {

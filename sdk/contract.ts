@@ -29,6 +29,12 @@ export interface PublicarEventoDto {
   /** Optional UUID of the event that caused this one (seed 003 section 5). */
   causation_id?: string;
   /**
+   * Optional UUID of the tenant the event belongs to (seed 003 section 5: only where it
+   * applies). Inside a handler it defaults to the handled event's; `null` says "no tenant".
+   * Carried as the CloudEvents extension `ce_tenantid`; a filter of `consultarEventos`.
+   */
+  tenant_id?: string | null;
+  /**
    * Optional Kafka partition key. Default: `correlacao_id`, so one flow stays in order on one
    * partition. Give e.g. a `demanda_id` to order by business entity instead.
    */
@@ -60,6 +66,8 @@ export interface EventoConsultado {
   correlacao_id: string | null;
   /** Optional extension of Phase 2 (seed 003 section 5); `null` when the publisher gave none. */
   causation_id: string | null;
+  /** Tenant of the event (seed 003 section 5); `null` when it does not apply. */
+  tenant_id: string | null;
   /** Full payload when delivered live; the redacted copy when read from the log. */
   payload: Record<string, unknown>;
   /** ISO-8601 instant the log row was written; `null` until the bridge has written it. */

@@ -11,6 +11,7 @@ export const ERROR_CODES = [
   'INVALID_EVENT_ID',
   'INVALID_CORRELACAO_ID',
   'INVALID_CAUSATION_ID',
+  'INVALID_TENANT_ID',
   'INVALID_TIMESTAMP',
   'INVALID_FIELD',
   'UNKNOWN_TYPE',
@@ -63,7 +64,16 @@ export class ConfigError extends FeromoniosError {
 
 /** The step of the publish validation pipeline (seed 3.3) that rejected an event. */
 export type PublishStep =
-  'payload' | 'event_id' | 'correlacao_id' | 'causation_id' | 'timestamp' | 'field' | 'registry' | 'schema' | 'size';
+  | 'payload'
+  | 'event_id'
+  | 'correlacao_id'
+  | 'causation_id'
+  | 'tenant_id'
+  | 'timestamp'
+  | 'field'
+  | 'registry'
+  | 'schema'
+  | 'size';
 
 /** An event that failed one of the publish checks; nothing of it reached Kafka. */
 export class PublishValidationError extends FeromoniosError {

@@ -20,6 +20,7 @@ export function eventsCommand(ctx: () => Context): Command {
     .option('--tipo <tipo>', 'event type')
     .option('--origem <colonia>', 'publishing colony')
     .option('--correlacao <uuid>', 'correlation id')
+    .option('--tenant <uuid>', 'tenant id')
     .option('--since <instant>', 'event timestamp at or after (ISO-8601)')
     .option('--until <instant>', 'event timestamp at or before (ISO-8601)')
     .option('--from-seq <n>', 'sequence_number at or above', sequence)
@@ -33,6 +34,7 @@ export function eventsCommand(ctx: () => Context): Command {
         tipo: f.tipo,
         origem: f.origem,
         correlacao_id: f.correlacao,
+        tenant_id: f.tenant,
         timestamp_inicio: f.since,
         timestamp_fim: f.until,
         sequence_inicio: f.fromSeq,
@@ -66,6 +68,7 @@ export function eventsCommand(ctx: () => Context): Command {
         ['timestamp', e.timestamp],
         ['correlacao_id', e.correlacao_id],
         ['causation_id', e.causation_id],
+        ['tenant_id', e.tenant_id],
         ['payload', e.payload],
       ]);
     });

@@ -402,6 +402,7 @@ export class ColonySubscriber {
         const causa = {
           event_id: evento.event_id,
           correlacao_id: evento.correlacao_id,
+          tenant_id: evento.tenant_id,
           traceparent: handlerTraceparent(span, headerString(message.headers, HEADER.traceparent)),
         };
         const ran = await comContextoCausal(causa, () =>

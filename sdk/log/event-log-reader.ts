@@ -9,6 +9,8 @@ export interface ConsultarEventosDto {
   tipo?: string;
   origem?: string;
   correlacao_id?: string;
+  /** Events of this tenant (a UUID); `null` for events without one. Absent: every tenant. */
+  tenant_id?: string | null;
   /** ISO-8601, inclusive. */
   timestamp_inicio?: string;
   /** ISO-8601, inclusive. */
@@ -99,7 +101,7 @@ export const LOTE_REPLAY = 1000;
 export const MAX_LOTES_REPLAY = 100;
 
 const COLUMNS = `sequence_number::text AS sequence_number, event_id::text AS event_id, tipo, versao_schema, timestamp, origem,
-  correlacao_id::text AS correlacao_id, causation_id::text AS causation_id, payload, criado_em`;
+  correlacao_id::text AS correlacao_id, causation_id::text AS causation_id, tenant_id::text AS tenant_id, payload, criado_em`;
 
 /** A `core.event_log` row as the reads select it (`sequence_number` and uuids as text). */
 export interface LogRow {
@@ -111,6 +113,7 @@ export interface LogRow {
   origem: string;
   correlacao_id: string | null;
   causation_id: string | null;
+  tenant_id: string | null;
   payload: Record<string, unknown>;
   criado_em: Date;
 }
@@ -125,6 +128,7 @@ export const eventoDoLog = (r: LogRow): EventoDoLog => ({
   origem: r.origem,
   correlacao_id: r.correlacao_id,
   causation_id: r.causation_id,
+  tenant_id: r.tenant_id,
   payload: r.payload,
   criado_em: r.criado_em.toISOString(),
   redigido: true,
@@ -147,6 +151,8 @@ export interface FiltrosValidados {
   tipo?: string;
   origem?: string;
   correlacao_id?: string;
+  /** `null`: events without a tenant. */
+  tenant_id?: string | null;
   timestamp_inicio?: string;
   timestamp_fim?: string;
   sequence_inicio?: bigint;
@@ -184,6 +190,10 @@ export function filtrosValidados(filtros: ConsultarEventosDto = {}): FiltrosVali
   if (filtros.correlacao_id !== undefined) {
     if (!isUuid(filtros.correlacao_id)) bad(`correlacao_id must be a UUID`);
     out.correlacao_id = filtros.correlacao_id;
+  }
+  if (filtros.tenant_id !== undefined) {
+    if (filtros.tenant_id !== null && !isUuid(filtros.tenant_id)) bad(`tenant_id must be a UUID or null`);
+    out.tenant_id = filtros.tenant_id;
   }
   for (const k of ['timestamp_inicio', 'timestamp_fim'] as const) {
     const v = filtros[k];
@@ -242,6 +252,9 @@ export class EventLogReader {
     if (f.tipo !== undefined) add('tipo = ?', f.tipo);
     if (f.origem !== undefined) add('origem = ?', f.origem);
     if (f.correlacao_id !== undefined) add('correlacao_id = ?::uuid', f.correlacao_id);
+    // a tenant: event_log_tenant_idx (partial, in sequence order)
+    if (f.tenant_id === null) where.push('tenant_id IS NULL');
+    else if (f.tenant_id !== undefined) add('tenant_id = ?::uuid', f.tenant_id);
     if (f.timestamp_inicio !== undefined) add('timestamp >= ?::timestamptz', f.timestamp_inicio);
     if (f.timestamp_fim !== undefined) add('timestamp <= ?::timestamptz', f.timestamp_fim);
     if (f.sequence_inicio !== undefined) add('sequence_number >= ?::bigint', f.sequence_inicio.toString());

@@ -50,6 +50,7 @@ interface Row {
   origem: string;
   correlacao_id: string;
   causation_id: string | null;
+  tenant_id: string | null;
   chave_particao: string | null;
   payload: Record<string, unknown> | null;
 }
@@ -131,7 +132,7 @@ export class OutboxRelay {
       if (!lock.rows[0]?.ok) return rollback(0);
       const { rows } = await client.query<Row>(
         `SELECT id::text, event_id::text, tipo, versao_schema, timestamp_evento, origem, correlacao_id::text,
-                causation_id::text, chave_particao, payload
+                causation_id::text, tenant_id::text, chave_particao, payload
            FROM ${this.table}
           WHERE publicado_em IS NULL AND falhou_em IS NULL
           ORDER BY ${OUTBOX_TABLE}.id LIMIT $1`, // the table's bigint, not the text alias
@@ -309,6 +310,7 @@ function toDto(r: Row): PublicarEventoDto {
     origem: r.origem,
     correlacao_id: r.correlacao_id,
     ...(r.causation_id ? { causation_id: r.causation_id } : {}),
+    tenant_id: r.tenant_id,
     ...(r.chave_particao ? { chave_particao: r.chave_particao } : {}),
     payload: r.payload as Record<string, unknown>,
   };

@@ -28,6 +28,7 @@ export async function criarTabelaOutbox(pool: pg.Pool, schema: string): Promise<
        origem           VARCHAR(100)   NOT NULL,
        correlacao_id    UUID           NOT NULL,
        causation_id     UUID,
+       tenant_id        UUID,
        chave_particao   TEXT,
        payload          JSONB,
        criado_em        TIMESTAMPTZ(3) NOT NULL DEFAULT clock_timestamp(),
@@ -39,6 +40,8 @@ export async function criarTabelaOutbox(pool: pg.Pool, schema: string): Promise<
        CONSTRAINT ${OUTBOX_TABLE}_event_id_key UNIQUE (event_id)
      )`,
   );
+  // outboxes created before tenant_id (SDK ≤ 0.2) gain the column; a no-op afterwards
+  await pool.query(`ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS tenant_id UUID`);
   await pool.query(
     `CREATE INDEX IF NOT EXISTS ${OUTBOX_TABLE}_pendentes_idx ON ${table} (id) WHERE publicado_em IS NULL AND falhou_em IS NULL`,
   );
@@ -76,8 +79,8 @@ export async function escreverNoOutbox(trx: TransacaoColonia, schema: string, v:
   await exec(
     trx,
     `INSERT INTO ${outboxTable(schema)}
-       (event_id, tipo, versao_schema, timestamp_evento, origem, correlacao_id, causation_id, chave_particao, payload)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb)
+       (event_id, tipo, versao_schema, timestamp_evento, origem, correlacao_id, causation_id, tenant_id, chave_particao, payload)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::jsonb)
      ON CONFLICT (event_id) DO NOTHING`,
     [
       v.event_id,
@@ -87,6 +90,7 @@ export async function escreverNoOutbox(trx: TransacaoColonia, schema: string, v:
       v.origem,
       v.correlacao_id,
       v.causation_id,
+      v.tenant_id,
       v.chave_particao ?? null,
       v.payloadJson,
     ],

@@ -41,6 +41,7 @@ export interface EventoValidado {
   origem: string;
   correlacao_id: string;
   causation_id: string | null;
+  tenant_id: string | null;
   chave_particao: string | undefined;
   payload: Record<string, unknown>;
   /** The payload serialised once, reused for the wire value. */
@@ -66,7 +67,7 @@ const fail = (
 /**
  * Seed 3.3, in this exact order (docs/publishing.md, "What `publicar` checks, in order"):
  * 1. payload is a non-null object; 2. normalise (event_id, versao_schema '1.0.0', timestamp,
- * correlacao_id = event_id — inside a handler, correlacao_id and causation_id default to the
+ * correlacao_id = event_id — inside a handler, correlacao_id, causation_id and tenant_id default to the
  * handled event's, sdk/runtime/causal-context.ts); 3. UUID / ISO-8601 formats; 4. type exists, is not deprecated,
  * the version has a schema; 5. Ajv draft 2020-12 against that schema; 6. size ≤ 1 MB.
  * Each failure is a typed error naming its step; `index` names the event of a batch.
@@ -114,6 +115,9 @@ export function validarEvento(
       index,
     );
   }
+  const tenant_id = d.tenant_id === undefined ? (causa?.tenant_id ?? null) : d.tenant_id;
+  if (tenant_id !== null && !isUuid(tenant_id))
+    fail('INVALID_TENANT_ID', 'tenant_id', `tenant_id must be a UUID or null, got ${JSON.stringify(tenant_id)}`, index);
   if (!isIsoTimestamp(timestamp))
     fail(
       'INVALID_TIMESTAMP',
@@ -211,6 +215,8 @@ export function validarEvento(
     origem: d.origem as string,
     correlacao_id,
     causation_id: d.causation_id === undefined ? (causa?.event_id ?? null) : d.causation_id,
+    // canonical (lowercase) as PostgreSQL returns it, so filters compare equal everywhere
+    tenant_id: tenant_id === null ? null : tenant_id.toLowerCase(),
     chave_particao: d.chave_particao,
     payload: payload as Record<string, unknown>,
     payloadJson,
@@ -229,6 +235,7 @@ export function eventoValidado(v: EventoValidado): EventoConsultado {
     origem: v.origem,
     correlacao_id: v.correlacao_id,
     causation_id: v.causation_id,
+    tenant_id: v.tenant_id,
     payload: v.payload,
     criado_em: null,
   };

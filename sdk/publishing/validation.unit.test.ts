@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { SchemaCatalog } from '../catalog/catalog';
 import type { PublicarEventoDto } from '../contract';
 import { PublishValidationError, SchemaValidationError } from '../errors';
@@ -48,6 +49,9 @@ describe('publish validation (seed 3.3 order)', () => {
     ['event_id', { event_id: '' }, 'INVALID_EVENT_ID'],
     ['correlacao_id', { correlacao_id: '1234' }, 'INVALID_CORRELACAO_ID'],
     ['causation_id', { causation_id: 'abc' }, 'INVALID_CAUSATION_ID'],
+    ['tenant_id', { tenant_id: 'prefeitura-1' }, 'INVALID_TENANT_ID'],
+    ['tenant_id', { tenant_id: '' }, 'INVALID_TENANT_ID'],
+    ['tenant_id', { tenant_id: 42 }, 'INVALID_TENANT_ID'],
     ['timestamp', { timestamp: 'ontem' }, 'INVALID_TIMESTAMP'],
     ['timestamp', { timestamp: '2026-13-45T10:00:00Z' }, 'INVALID_TIMESTAMP'],
     ['timestamp', { timestamp: '2026-06-15T10:30:00' }, 'INVALID_TIMESTAMP'],
@@ -58,6 +62,33 @@ describe('publish validation (seed 3.3 order)', () => {
     ['field', { chave_particao: '' }, 'INVALID_FIELD'],
   ])('rejects a malformed %s (%j) with %s', (step, patch, code) => {
     expect(rejection({ ...base(), ...patch })).toMatchObject({ code, step });
+  });
+
+  it('tenant_id: absent or null is null; any UUID is kept in lowercase; anything else is refused naming the field', () => {
+    expect(validarEvento(base(), catalog).tenant_id).toBeNull();
+    expect(validarEvento({ ...base(), tenant_id: null }, catalog).tenant_id).toBeNull();
+    fc.assert(
+      fc.property(fc.uuid(), fc.boolean(), (id, upper) => {
+        const v = validarEvento({ ...base(), tenant_id: upper ? id.toUpperCase() : id }, catalog);
+        expect(v.tenant_id).toBe(id.toLowerCase());
+      }),
+    );
+    fc.assert(
+      fc.property(
+        fc.oneof(
+          fc.string().filter((s) => !/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(s)),
+          fc.uuid().map((u) => ` ${u}`),
+          fc.uuid().map((u) => `${u}\n`),
+          fc.integer(),
+          fc.constant({}),
+        ),
+        (bad) => {
+          const err = rejection({ ...base(), tenant_id: bad });
+          expect(err).toMatchObject({ code: 'INVALID_TENANT_ID', step: 'tenant_id', retriable: false });
+          expect(err.message).toContain('tenant_id must be a UUID or null');
+        },
+      ),
+    );
   });
 
   it('refuses a timestamp more than 5 min ahead of the clock, naming how far and what to do; accepts skew and any past time', () => {

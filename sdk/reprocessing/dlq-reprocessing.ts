@@ -431,7 +431,8 @@ export class DlqReprocessor {
            FROM alvo, core.event_log e
           WHERE d.id = alvo.id AND e.event_id = d.event_id
          RETURNING d.event_id::text, d.handler_nome, d.sequence_number::text, e.tipo, e.versao_schema, e.timestamp,
-                   e.origem, e.correlacao_id::text, e.causation_id::text, e.payload, e.criado_em, alvo.guardado`,
+                   e.origem, e.correlacao_id::text, e.causation_id::text, e.tenant_id::text, e.payload, e.criado_em,
+                   alvo.guardado`,
         params,
       );
       rows.sort((a, b) => (BigInt(a.sequence_number) < BigInt(b.sequence_number) ? -1 : 1));

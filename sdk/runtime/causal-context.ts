@@ -4,7 +4,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
  * The event a handler is handling, for everything that handler publishes (docs/ordering.md,
  * "Causation"). `inscrever` handlers run inside it on both buses; `publicar`, `publicarLote`
  * and `publicarNaTransacao` called from there — directly or from any promise, timer or
- * callback the handler started — default `correlacao_id` and `causation_id` from it, and the
+ * callback the handler started — default `correlacao_id`, `causation_id` and `tenant_id` from it, and the
  * `traceparent` they write continues the handler's trace.
  */
 export interface ContextoCausal {
@@ -12,6 +12,8 @@ export interface ContextoCausal {
   event_id: string;
   /** Its flow: the `correlacao_id` of what is published meanwhile. */
   correlacao_id: string | null;
+  /** Its tenant: the `tenant_id` of what is published meanwhile (absent = none). */
+  tenant_id?: string | null;
   /** The handler's trace context (its consumer span, or the event's own `traceparent`). */
   traceparent?: string;
 }

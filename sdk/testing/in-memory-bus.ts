@@ -158,6 +158,7 @@ export class InMemoryEventBus implements Barramento {
           (f.tipo === undefined || e.tipo === f.tipo) &&
           (f.origem === undefined || e.origem === f.origem) &&
           (f.correlacao_id === undefined || e.correlacao_id === f.correlacao_id.toLowerCase()) &&
+          (f.tenant_id === undefined || e.tenant_id === (f.tenant_id === null ? null : f.tenant_id.toLowerCase())) &&
           (inicio === undefined || Date.parse(e.timestamp) >= inicio) &&
           (fim === undefined || Date.parse(e.timestamp) <= fim) &&
           (f.sequence_inicio === undefined || e.sequence_number >= f.sequence_inicio) &&
@@ -349,7 +350,7 @@ export class InMemoryEventBus implements Barramento {
 
   private async runWithTimeout(h: Inscricao, evento: EventoConsultado, tentativa: number): Promise<void> {
     // as on the real bus: what the handler publishes is caused by this event
-    const causa = { event_id: evento.event_id, correlacao_id: evento.correlacao_id };
+    const causa = { event_id: evento.event_id, correlacao_id: evento.correlacao_id, tenant_id: evento.tenant_id };
     await comContextoCausal(causa, () =>
       withHandlerTimeout(h.nome, h.opcoes.timeoutMs, this.abort.signal, (signal) =>
         h.manipulador({ ...evento, payload: structuredClone(evento.payload) }, { tentativa, signal }),

@@ -47,9 +47,13 @@ export class EventDecoder {
     if (
       !isUuid(meta.event_id) ||
       !isUuid(meta.correlacao_id) ||
-      (meta.causation_id !== null && !isUuid(meta.causation_id))
+      (meta.causation_id !== null && !isUuid(meta.causation_id)) ||
+      (meta.tenant_id !== null && !isUuid(meta.tenant_id))
     ) {
-      throw new WireFormatError('invalid-header', 'ce_id, ce_correlacaoid and ce_causationid must be UUIDs');
+      throw new WireFormatError(
+        'invalid-header',
+        'ce_id, ce_correlacaoid, ce_causationid and ce_tenantid must be UUIDs',
+      );
     }
     // The shared rule of what PostgreSQL accepts (storable.ts): a record that passes here can
     // always be written, so it can never block its partition in the bridge.
@@ -94,6 +98,7 @@ export class EventDecoder {
       origem: meta.origem,
       correlacao_id: meta.correlacao_id,
       causation_id: meta.causation_id,
+      tenant_id: meta.tenant_id,
       payload: payload as Record<string, unknown>,
       criado_em: null,
       ...(posicao ? { posicao } : {}),

@@ -9,7 +9,7 @@ import { ORDER_HEADER } from './headers';
  *   then the payload as UTF-8 JSON;
  * - headers: CloudEvents Kafka protocol binding, binary mode (`ce_specversion`, `ce_id`,
  *   `ce_type`, `ce_source`, `ce_time`, `content-type`) with the extensions `ce_versaoschema`,
- *   `ce_correlacaoid`, `ce_causationid`, `ce_partitionkey`, plus W3C `traceparent`;
+ *   `ce_correlacaoid`, `ce_causationid`, `ce_tenantid`, `ce_partitionkey`, plus W3C `traceparent`;
  * - key: `correlacao_id`, or the publisher's partition key.
  */
 export const MAGIC_BYTE = 0;
@@ -39,6 +39,7 @@ export const HEADER = {
   versaoSchema: 'ce_versaoschema',
   correlacaoId: 'ce_correlacaoid',
   causationId: 'ce_causationid',
+  tenantId: 'ce_tenantid',
   partitionKey: 'ce_partitionkey',
   traceparent: 'traceparent',
 } as const;
@@ -77,11 +78,11 @@ export function decodeValue(value: Buffer | null): { schemaId: number; payload: 
 
 type Metadata = Pick<
   EventoConsultado,
-  'event_id' | 'tipo' | 'versao_schema' | 'timestamp' | 'origem' | 'correlacao_id' | 'causation_id'
+  'event_id' | 'tipo' | 'versao_schema' | 'timestamp' | 'origem' | 'correlacao_id' | 'causation_id' | 'tenant_id'
 >;
 
 export function buildHeaders(
-  meta: Metadata,
+  meta: Omit<Metadata, 'tenant_id'> & { tenant_id?: string | null },
   extra: { traceparent?: string; partitionKey?: string; ordem?: string } = {},
 ): Record<string, string> {
   const h: Record<string, string> = {
@@ -95,6 +96,7 @@ export function buildHeaders(
   };
   if (meta.correlacao_id) h[HEADER.correlacaoId] = meta.correlacao_id;
   if (meta.causation_id) h[HEADER.causationId] = meta.causation_id;
+  if (meta.tenant_id) h[HEADER.tenantId] = meta.tenant_id;
   if (extra.partitionKey) h[HEADER.partitionKey] = extra.partitionKey;
   if (extra.traceparent) h[HEADER.traceparent] = extra.traceparent;
   if (extra.ordem) h[ORDER_HEADER] = extra.ordem;
@@ -136,6 +138,7 @@ export function parseHeaders(headers: IHeaders | undefined): Metadata & { tracep
     versao_schema: headerString(headers, HEADER.versaoSchema) ?? '1.0.0',
     correlacao_id: headerString(headers, HEADER.correlacaoId) ?? event_id,
     causation_id: headerString(headers, HEADER.causationId) ?? null,
+    tenant_id: headerString(headers, HEADER.tenantId) ?? null,
     ...(traceparent ? { traceparent } : {}),
   };
 }

@@ -197,6 +197,36 @@ describe.each([
     await expect(bus.consultarEventos({ limite: 0 })).rejects.toMatchObject({ code: 'BAD_REQUEST' });
     expect(await bus.obterEventoPorId('not-a-uuid')).toBeNull();
   });
+
+  it('carries tenant_id (seed 003): given on publish, inherited inside a handler, null when absent, a read filter', async () => {
+    const tenant = randomUUID();
+    const correlacao_id = randomUUID();
+    const handled: EventoConsultado[] = [];
+    bus.inscrever('demanda.recebida', 'D-7', async (e) => {
+      handled.push(e);
+      if (e.correlacao_id === correlacao_id) await bus.publicar(categorizada()); // no tenant given: the handled event's
+    });
+    await bus.inscricoesProntas();
+    await expect(bus.publicar({ ...recebida(), tenant_id: 'tenant-1' })).rejects.toMatchObject({
+      code: 'INVALID_TENANT_ID',
+      step: 'tenant_id',
+    });
+    const a = await bus.publicar({ ...recebida(), correlacao_id, tenant_id: tenant.toUpperCase() });
+    expect(a.tenant_id).toBe(tenant); // canonical lowercase, as the log returns it
+    const none = await bus.publicar({ ...categorizada(), correlacao_id });
+    expect(none.tenant_id).toBeNull();
+    await waitFor(async () => (await bus.consultarEventos({ correlacao_id })).total === 3, {
+      message: 'the event, its effect and the tenant-less event in the log',
+    });
+    expect(handled.find((e) => e.event_id === a.event_id)?.tenant_id).toBe(tenant); // delivered with it
+    const ofTenant = await bus.consultarEventos({ tenant_id: tenant });
+    expect(ofTenant.linhas.map((e) => e.tipo).sort()).toEqual(['demanda.categorizada', 'demanda.recebida']);
+    expect(ofTenant.linhas.every((e) => e.tenant_id === tenant && e.correlacao_id === correlacao_id)).toBe(true);
+    const withoutTenant = await bus.consultarEventos({ correlacao_id, tenant_id: null });
+    expect(withoutTenant.linhas.map((e) => e.event_id)).toEqual([none.event_id]);
+    expect((await bus.obterEventoPorId(none.event_id))?.tenant_id).toBeNull();
+    await expect(bus.consultarEventos({ tenant_id: 'x' })).rejects.toMatchObject({ code: 'BAD_REQUEST' });
+  });
 });
 
 describe.each([
