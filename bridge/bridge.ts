@@ -31,6 +31,8 @@ import {
 } from '../sdk/wire';
 import { SessionProducer, backoffDelay, kafkaLogs } from '../sdk/service';
 import { recordFailure, recordResolved, type DeadLetterRecord } from './dead-letter-writer';
+import { dlqDepths, publishDlqDepths } from './dlq-depth';
+import { colonyGroupLags, publishGroupLags } from './group-lag';
 import { publishTimeOf, stageEvents, type StagedRow } from './event-log-writer';
 import { refusable, writeIsolatingRefused } from './refused-rows';
 import { Sequencer } from './sequencer';
@@ -63,6 +65,8 @@ export interface OpcoesBridge {
   commitJitterMs?: number;
   /** A partition with lag and no progress this long is reported stalled (metric, `/ready`), in milliseconds. Default 60 s. */
   stallAfterMs?: number;
+  /** How often every colony group's lag and the DLQ depth are polled for the gauges, in milliseconds. Default 15 s. */
+  gaugesIntervalMs?: number;
   /** Longest wait before a crashed lane consumer is started again, in milliseconds (backoff from 500 ms). Default 30 s. */
   restartBackoffMaxMs?: number;
   /** Longest hold of an event whose `causation_id` names an event not in the log yet, in milliseconds. Default 30 s. */
@@ -148,6 +152,9 @@ export class Bridge {
   private producer: SessionProducer | undefined;
   private admin: Admin | undefined;
   private watcher: NodeJS.Timeout | undefined;
+  private gaugesTimer: NodeJS.Timeout | undefined;
+  private gaugesRunning: Promise<void> | undefined;
+  private readonly dlqColonies = new Set<string>();
   private refreshing: Promise<void> | undefined;
   private stopping = false;
   private lastDbOk = false;
@@ -218,6 +225,9 @@ export class Bridge {
         .catch((err: unknown) => this.o.logger.warn('topic refresh failed', { error: (err as Error).message }))
         .finally(() => (this.refreshing = undefined));
     }, this.o.topicRefreshMs);
+    const gauges = () => (this.gaugesRunning ??= this.refreshGauges().finally(() => (this.gaugesRunning = undefined)));
+    void gauges();
+    this.gaugesTimer = setInterval(() => void gauges(), this.o.gaugesIntervalMs ?? 15_000);
     this.o.logger.info('bridge started', { group: this.o.groupId, topics: this.topics });
   }
 
@@ -225,6 +235,8 @@ export class Bridge {
   async stop(): Promise<void> {
     this.stopping = true;
     clearInterval(this.watcher);
+    clearInterval(this.gaugesTimer);
+    await this.gaugesRunning;
     for (const l of this.lanes) clearTimeout(l.restartTimer);
     await this.refreshing;
     await Promise.all(this.lanes.map((l) => l.restarting ?? Promise.resolve()));
@@ -233,6 +245,34 @@ export class Bridge {
     await this.producer?.close();
     await this.admin?.disconnect();
     this.o.logger.info('bridge stopped');
+  }
+
+  /**
+   * The platform gauges (docs/operations.md): every colony group's lag by committed offsets
+   * (bridge/group-lag.ts) and the open DLQ entries per colony and state (bridge/dlq-depth.ts).
+   * A failed poll keeps the last values, is counted and logged, and the next interval retries.
+   */
+  private async refreshGauges(): Promise<void> {
+    const m = this.o.metrics;
+    const admin = this.admin;
+    await Promise.all([
+      admin
+        ? colonyGroupLags(admin, this.o.topics).then(
+            (lags) => publishGroupLags(m.consumerGroupLag, lags),
+            (err: unknown) => this.gaugeFailed('kafka', err),
+          )
+        : undefined,
+      dlqDepths(this.o.pool).then(
+        (d) => publishDlqDepths(m.dlqDepth, this.dlqColonies, d),
+        (err: unknown) => this.gaugeFailed('database', err),
+      ),
+    ]);
+  }
+
+  private gaugeFailed(source: 'kafka' | 'database', err: unknown): void {
+    if (this.stopping) return;
+    this.o.metrics.gaugeRefreshFailures.inc({ source });
+    this.o.logger.warn('gauge refresh failed', { source, error: (err as Error).message });
   }
 
   /**

@@ -46,6 +46,13 @@ export const bridgeEnv = {
     default: 60_000,
     doc: 'A partition with lag and no progress this long is reported stalled (metric, /ready 503), in milliseconds.',
   }),
+  BRIDGE_GAUGES_INTERVAL_MS: env.int({
+    min: 1000,
+    max: 3_600_000,
+    default: 15_000,
+    unit: 'milliseconds',
+    doc: 'How often the platform gauges are polled: every colony group lag (feromonios_consumer_group_lag) and DLQ depth (feromonios_dlq_depth).',
+  }),
   BRIDGE_CAUSAL_HOLD_MS: env.int({
     min: 0,
     max: 3_600_000,

@@ -37,6 +37,7 @@ async function main(): Promise<void> {
     causalHoldMs: cfg.BRIDGE_CAUSAL_HOLD_MS,
     orderMaxIdleMs: cfg.BRIDGE_ORDER_MAX_IDLE_MS,
     stallAfterMs: cfg.BRIDGE_STALL_AFTER_MS,
+    gaugesIntervalMs: cfg.BRIDGE_GAUGES_INTERVAL_MS,
     dlqMaxTentativas: cfg.DLQ_MAX_TENTATIVAS,
     logger,
     metrics,

@@ -56,6 +56,24 @@ export class BridgeMetrics {
     labelNames: ['topic', 'partition'],
     registers: [this.registry],
   });
+  readonly consumerGroupLag = new Gauge({
+    name: 'feromonios_consumer_group_lag',
+    help: "Records between each colony consumer group's committed offset and the partition's end, per colony, topic and partition (polled every BRIDGE_GAUGES_INTERVAL_MS).",
+    labelNames: ['colonia', 'topic', 'partition'],
+    registers: [this.registry],
+  });
+  readonly dlqDepth = new Gauge({
+    name: 'feromonios_dlq_depth',
+    help: 'Open entries of core.dead_letter_queue per colony and state (pendente and retrying are the pending count; failed_permanent waits for a person), polled every BRIDGE_GAUGES_INTERVAL_MS.',
+    labelNames: ['colonia', 'estado'],
+    registers: [this.registry],
+  });
+  readonly gaugeRefreshFailures = new Counter({
+    name: 'feromonios_bridge_gauge_refresh_failures_total',
+    help: 'Polls of the platform gauges (consumer group lag, DLQ depth) that failed, by source (kafka, database).',
+    labelNames: ['source'],
+    registers: [this.registry],
+  });
   readonly consumerRestarts = new Counter({
     name: 'feromonios_bridge_consumer_restarts_total',
     help: 'Lane consumers that crashed and were started again (by kafkajs or by the bridge), per lane.',

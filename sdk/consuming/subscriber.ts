@@ -109,7 +109,7 @@ export class ColonySubscriber {
   constructor(private readonly d: SubscriberDeps) {}
 
   get groupId(): string {
-    return `${this.d.topics.namespace}.colonia.${this.d.colonia}`;
+    return this.d.topics.grupo(this.d.colonia);
   }
 
   add(tipo: string, manipulador: ManipuladorEvento, opcoes: OpcoesInscricao): void {
@@ -182,6 +182,7 @@ export class ColonySubscriber {
     await this.syncing.catch(() => undefined);
     await this.consumer?.disconnect(); // waits for the message in hand
     await this.dlqProducer?.close();
+    this.keepLagOf({}); // a closed bus reports no partition
   }
 
   private async sync(): Promise<void> {
@@ -215,10 +216,22 @@ export class ColonySubscriber {
     let joined = false;
     this.consumer = consumer; // before connecting: the events below belong to this consumer
     this.running = false;
-    consumer.on(consumer.events.GROUP_JOIN, () => {
+    consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => {
       joined = true;
-      if (this.consumer === consumer) this.running = true;
+      if (this.consumer !== consumer) return;
+      this.running = true;
+      this.keepLagOf(payload.memberAssignment);
     });
+    // The colony's lag per assigned partition, from each fetch (no extra request to the broker),
+    // counted as the committed-offset lag is: records not handled yet. kafkajs's offsetLagLow
+    // (high watermark - 1 - first offset) leaves out the first record, not handled either.
+    const lag = (topic: string, partition: number, value: number): void => {
+      if (this.consumer === consumer) this.setLag(topic, partition, value);
+    };
+    consumer.on(consumer.events.START_BATCH_PROCESS, ({ payload: b }) =>
+      lag(b.topic, b.partition, b.batchSize > 0 ? Number(b.offsetLagLow) + 1 : Number(b.offsetLag)),
+    );
+    consumer.on(consumer.events.END_BATCH_PROCESS, ({ payload: b }) => lag(b.topic, b.partition, Number(b.offsetLag)));
     consumer.on(consumer.events.CRASH, ({ payload }) => {
       if (this.consumer !== consumer) return;
       this.running = false;
@@ -253,6 +266,29 @@ export class ColonySubscriber {
       throw err;
     }
     this.subscribedTopics = new Set(topics);
+  }
+
+  /** Partitions whose lag this instance exports (its assignment): `topic\u0000partition`. */
+  private readonly lagSeries = new Set<string>();
+
+  private setLag(topic: string, partition: number, value: number): void {
+    if (!Number.isFinite(value)) return;
+    this.lagSeries.add(`${topic}\u0000${partition}`);
+    this.d.metrics.consumerLag.set(
+      { colonia: this.d.colonia, topic, partition: String(partition) },
+      Math.max(0, value),
+    );
+  }
+
+  /** After a rebalance: partitions another instance took are no longer this instance's to report. */
+  private keepLagOf(assignment: Record<string, number[]>): void {
+    const kept = new Set(Object.entries(assignment).flatMap(([t, ps]) => ps.map((p) => `${t}\u0000${p}`)));
+    for (const key of [...this.lagSeries]) {
+      if (kept.has(key)) continue;
+      const [topic, partition] = key.split('\u0000') as [string, string];
+      this.d.metrics.consumerLag.remove({ colonia: this.d.colonia, topic, partition });
+      this.lagSeries.delete(key);
+    }
   }
 
   private dlqReady: Promise<string> | undefined;
@@ -422,6 +458,7 @@ export class ColonySubscriber {
         });
         if (err instanceof HandlerTimeoutError || this.closed) break;
         if (attempt <= h.opcoes.tentativasExtras) {
+          this.d.metrics.consumeRetries.inc({ tipo: evento.tipo, colonia: this.d.colonia });
           await sleep(backoffDelay(attempt, { initialMs: h.opcoes.backoffInicialMs, maxMs: h.opcoes.backoffMaxMs }));
         }
       }

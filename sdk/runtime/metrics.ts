@@ -9,6 +9,8 @@ export class SdkMetrics {
   readonly publishDuration: Histogram<'tipo' | 'origem' | 'result'>;
   readonly consumed: Counter<'tipo' | 'colonia' | 'result'>;
   readonly handlerDuration: Histogram<'tipo' | 'colonia' | 'result'>;
+  readonly consumeRetries: Counter<'tipo' | 'colonia'>;
+  readonly consumerLag: Gauge<'colonia' | 'topic' | 'partition'>;
   readonly deadLettered: Counter<'colonia' | 'manipulador'>;
   readonly reprocessed: Counter<'colonia' | 'fonte'>;
   readonly dlqTransitions: Counter<'colonia' | 'acao'>;
@@ -45,6 +47,18 @@ export class SdkMetrics {
       'Duration of one handler run, in seconds.',
       ['tipo', 'colonia', 'result'],
       [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30],
+    );
+    this.consumeRetries = counter(
+      registry,
+      'feromonios_consume_retries_total',
+      'Handler runs retried in place after a failure (attempts beyond the first), by type and colony.',
+      ['tipo', 'colonia'],
+    );
+    this.consumerLag = gauge(
+      registry,
+      'feromonios_consumer_lag',
+      "Records behind the partition's end, for the partitions this colony instance is assigned: at a fetch's start the whole fetch counts, at its end what is left (a stuck handler keeps the start value). The platform-wide view by committed offsets: feromonios_consumer_group_lag (bridge).",
+      ['colonia', 'topic', 'partition'],
     );
     this.deadLettered = counter(
       registry,

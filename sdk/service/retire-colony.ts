@@ -20,7 +20,7 @@ export interface ColoniaRetirada {
  */
 export async function retirarColonia(admin: Admin, topics: TopicNames, colonia: string): Promise<ColoniaRetirada> {
   const owned = [topics.dlq(colonia), topics.reprocessar(colonia)]; // validates the colony code
-  const group = `${topics.namespace}.colonia.${colonia}`;
+  const group = topics.grupo(colonia);
   const { groups } = await admin.describeGroups([group]);
   const g = groups[0];
   if (g && g.members.length > 0)

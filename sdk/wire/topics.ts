@@ -12,6 +12,7 @@ const CREATE_TOPICS_PATIENCE_MS = 15_000;
  * - `<ns>.reprocessar.<colonia>` events sent back to a colony for reprocessing;
  * - `<ns>.quarentena`           records the bridge could not accept, with the reason.
  * The bridge subscribes by pattern (`eventos`, `dlqs`) and picks up new topics as they appear.
+ * Each colony consumes in the consumer group `<ns>.colonia.<colonia>` (`grupo`).
  */
 export class TopicNames {
   readonly eventos: RegExp;
@@ -41,6 +42,19 @@ export class TopicNames {
 
   reprocessar(colonia: string): string {
     return `${this.namespace}.reprocessar.${checkColonia(colonia)}`;
+  }
+
+  /** The consumer group of a colony: every instance of the colony shares it. */
+  grupo(colonia: string): string {
+    return `${this.namespace}.colonia.${checkColonia(colonia)}`;
+  }
+
+  /** The colony of a colony consumer group, or `undefined` for any other group. */
+  coloniaDoGrupo(groupId: string): string | undefined {
+    const prefix = `${this.namespace}.colonia.`;
+    if (!groupId.startsWith(prefix)) return undefined;
+    const colonia = groupId.slice(prefix.length);
+    return colonyCodeProblem(colonia) === undefined ? colonia : undefined;
   }
 
   quarentena(): string {

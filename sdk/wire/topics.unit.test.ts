@@ -1,0 +1,31 @@
+import fc from 'fast-check';
+import { TopicNames } from './topics';
+
+describe('TopicNames: colony consumer groups', () => {
+  const topics = new TopicNames('feromonios');
+
+  it('names a colony group and reads the colony back from it', () => {
+    fc.assert(
+      fc.property(fc.stringMatching(/^[A-Za-z0-9][A-Za-z0-9-]{0,20}$/), (colonia) => {
+        expect(topics.coloniaDoGrupo(topics.grupo(colonia))).toBe(colonia);
+      }),
+    );
+  });
+
+  it('reads no colony from other groups: the bridge, another namespace, a malformed code', () => {
+    for (const g of [
+      'feromonios-bridge',
+      'feromonios-bridge.dlq',
+      'outro.colonia.D-1',
+      'feromonios.colonia.',
+      'feromonios.colonia.D 1',
+      `feromonios.colonia.${'x'.repeat(101)}`,
+      'feromonios.colonia.D-1\u0000',
+    ])
+      expect(topics.coloniaDoGrupo(g)).toBeUndefined();
+  });
+
+  it('refuses to name the group of a malformed colony code', () => {
+    expect(() => topics.grupo('')).toThrow(/colonia/);
+  });
+});
