@@ -29,7 +29,7 @@ import {
   ORDER_HEADER,
   parseOrder,
 } from '../sdk/wire';
-import { SessionProducer, backoffDelay, kafkaLogs } from '../sdk/service';
+import { SessionProducer, backoffDelay, endSpan, kafkaLogs, startBatchSpan } from '../sdk/service';
 import { recordFailure, recordResolved, type DeadLetterRecord } from './dead-letter-writer';
 import { dlqDepths, publishDlqDepths } from './dlq-depth';
 import { colonyGroupLags, publishGroupLags } from './group-lag';
@@ -491,9 +491,35 @@ export class Bridge {
         const sent = await this.retrying('kafka', ctl, () => this.quarantine(topic, partition, poison));
         if (sent === ABORTED) return;
       }
-      const written = await this.retrying('database', ctl, () => this.stageIsolatingRefused(good));
-      if (written === ABORTED) return;
+      // one span per chunk written, linked to each record's trace (OpenTelemetry, when registered)
+      const span = startBatchSpan(
+        topic,
+        {
+          'messaging.consumer.group.name': this.o.groupId,
+          'messaging.destination.partition.id': String(partition),
+          'db.system.name': 'postgresql',
+          'db.collection.name': 'core.event_staging',
+          'feromonios.componente': 'bridge',
+        },
+        good.map((g) => headerString(g.message.headers, HEADER.traceparent)),
+      );
+      let written: Awaited<ReturnType<typeof this.stageIsolatingRefused>> | typeof ABORTED;
+      try {
+        written = await this.retrying('database', ctl, () => this.stageIsolatingRefused(good));
+      } catch (err) {
+        endSpan(span, err);
+        throw err;
+      }
+      if (written === ABORTED) {
+        endSpan(span, new Error('batch abandoned: rebalanced or stopping (redelivered)'));
+        return;
+      }
       const { result, refused } = written;
+      span.setAttributes({
+        'feromonios.staged': result.staged.length,
+        'feromonios.duplicates': result.duplicates.length,
+      });
+      endSpan(span);
       if (refused.length > 0) {
         const sent = await this.retrying('kafka', ctl, () => this.quarantine(topic, partition, refused));
         if (sent === ABORTED) return;

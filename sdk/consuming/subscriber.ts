@@ -423,12 +423,16 @@ export class ColonySubscriber {
     let attempt = 0;
     for (attempt = 1; attempt <= 1 + h.opcoes.tentativasExtras; attempt++) {
       const span: Span = startConsumerSpan(
-        `processar ${evento.tipo}`,
+        topic,
         {
-          'messaging.system': 'kafka',
+          'messaging.consumer.group.name': this.groupId,
+          'messaging.destination.partition.id': String(partition),
+          'messaging.kafka.offset': Number(message.offset),
+          'messaging.message.id': evento.event_id,
+          ...(message.key ? { 'messaging.kafka.message.key': message.key.toString('utf8') } : {}),
           'feromonios.colonia': this.d.colonia,
-          'feromonios.event_id': evento.event_id,
           'feromonios.manipulador': h.nome,
+          'feromonios.tentativa': attempt,
         },
         headerString(message.headers, HEADER.traceparent),
       );

@@ -84,10 +84,11 @@ export class Publisher {
     try {
       const ids = await Promise.all(validados.map((v) => this.d.schemaIds.idOf(v.versao)));
       const spans = validados.map((v) =>
-        startProducerSpan(`publicar ${v.tipo}`, {
-          'messaging.system': 'kafka',
-          'messaging.destination.name': this.d.topics.evento(v.tipo),
-          'feromonios.event_id': v.event_id,
+        startProducerSpan(this.d.topics.evento(v.tipo), {
+          'messaging.message.id': v.event_id,
+          'messaging.kafka.message.key': v.chave_particao ?? v.correlacao_id,
+          'feromonios.tipo': v.tipo,
+          'feromonios.origem': v.origem,
         }),
       );
       const out = validados.map((v) => eventoValidado(v));
@@ -102,7 +103,14 @@ export class Publisher {
               message: m.message,
             });
           const positions = await this.enqueue(planned);
-          positions.forEach((posicao, i) => ((out[i] as EventoConsultado).posicao = posicao));
+          positions.forEach((posicao, i) => {
+            (out[i] as EventoConsultado).posicao = posicao;
+            if (!posicao) return;
+            spans[i]?.setAttributes({
+              'messaging.destination.partition.id': String(posicao.particao),
+              'messaging.kafka.offset': Number(posicao.offset),
+            });
+          });
         });
       } catch (err) {
         spans.forEach((sp) => endSpan(sp, err));

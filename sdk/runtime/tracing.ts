@@ -6,18 +6,89 @@ import { context, SpanKind, SpanStatusCode, trace, type Span, type SpanContext }
  * Spans through `@opentelemetry/api`: real spans when the host application registered a
  * tracer provider, no-ops otherwise. The W3C `traceparent` is always written on messages —
  * from the span when it is real, else freshly generated — so traces can be joined downstream.
+ *
+ * Names and attributes follow the OpenTelemetry messaging semantic conventions
+ * (docs/operations.md, "Traces"): `send <topic>` (PRODUCER), `process <topic>` (CONSUMER, child
+ * of the record's `traceparent`), and the bridge's `process <topic>` over a chunk of records,
+ * linked to each record's context (a batch has many parents).
  */
 const tracer = () => trace.getTracer('feromonios');
 
-export function startProducerSpan(name: string, attributes: Record<string, string>): Span {
-  return tracer().startSpan(name, { kind: SpanKind.PRODUCER, attributes });
+type Attributes = Record<string, string | number>;
+
+/**
+ * A producer span, child of the active span — or, when there is none (a tracer provider
+ * registered without a context manager, or a callback that lost the context), of the handled
+ * event's trace context (sdk/runtime/causal-context.ts): what a handler publishes stays in the
+ * handler's trace either way.
+ */
+export function startProducerSpan(topic: string, attributes: Attributes): Span {
+  let ctx = context.active();
+  const causal = trace.getSpan(ctx) ? undefined : contextoCausal()?.traceparent;
+  const parent = causal ? parseTraceparent(causal) : undefined;
+  if (parent) ctx = trace.setSpanContext(ctx, parent);
+  return tracer().startSpan(
+    `send ${topic}`,
+    {
+      kind: SpanKind.PRODUCER,
+      attributes: {
+        'messaging.system': 'kafka',
+        'messaging.operation.type': 'send',
+        'messaging.operation.name': 'send',
+        'messaging.destination.name': topic,
+        ...attributes,
+      },
+    },
+    ctx,
+  );
 }
 
 /** A consumer span whose parent is the message's `traceparent`, when it has one. */
-export function startConsumerSpan(name: string, attributes: Record<string, string>, traceparent?: string): Span {
+export function startConsumerSpan(topic: string, attributes: Attributes, traceparent?: string): Span {
   const parent = traceparent ? parseTraceparent(traceparent) : undefined;
   const ctx = parent ? trace.setSpanContext(context.active(), parent) : context.active();
-  return tracer().startSpan(name, { kind: SpanKind.CONSUMER, attributes }, ctx);
+  return tracer().startSpan(
+    `process ${topic}`,
+    {
+      kind: SpanKind.CONSUMER,
+      attributes: {
+        'messaging.system': 'kafka',
+        'messaging.operation.type': 'process',
+        'messaging.operation.name': 'process',
+        'messaging.destination.name': topic,
+        ...attributes,
+      },
+    },
+    ctx,
+  );
+}
+
+/**
+ * A consumer span over a batch of records (the bridge's write of a chunk): a root of its own,
+ * linked to each record's `traceparent`. Links are parsed only when the span records (a tracer
+ * provider is registered): without one this costs nothing per record.
+ */
+export function startBatchSpan(topic: string, attributes: Attributes, traceparents: Array<string | undefined>): Span {
+  const span = tracer().startSpan(`process ${topic}`, {
+    kind: SpanKind.CONSUMER,
+    root: true,
+    attributes: {
+      'messaging.system': 'kafka',
+      'messaging.operation.type': 'process',
+      'messaging.operation.name': 'process',
+      'messaging.destination.name': topic,
+      'messaging.batch.message_count': traceparents.length,
+      ...attributes,
+    },
+  });
+  if (span.isRecording()) {
+    const links = traceparents.flatMap((t) => {
+      const sc = t ? parseTraceparent(t) : undefined;
+      return sc ? [{ context: sc }] : [];
+    });
+    if (links.length > 0) span.addLinks(links);
+  }
+  return span;
 }
 
 export function endSpan(span: Span, error?: unknown): void {

@@ -13,5 +13,6 @@ export { SessionProducer } from '../runtime/producer';
 export { backoffDelay, sleep, type Backoff } from '../runtime/retry';
 export { withTransaction } from '../runtime/transaction';
 export { getOrCreate } from '../runtime/metrics';
+export { endSpan, startBatchSpan } from '../runtime/tracing';
 export { DlqReprocessor, type DlqReprocessorDeps } from '../reprocessing/dlq-reprocessing';
 export { retirarColonia, type ColoniaRetirada } from './retire-colony';
