@@ -14,32 +14,46 @@ if (stale) {
   execSync('npm ci --no-audit --no-fund', { cwd: root, stdio: 'inherit' });
 }
 
-// `npm test` drives the operators' console in a headless Chromium (test/console.e2e.test.ts):
-// Debian's package, installed here when missing and we may (root with apt-get); CHROMIUM_PATH
-// points at another browser.
-if (
-  process.env.npm_lifecycle_event === 'pretest' &&
-  !process.env.CHROMIUM_PATH &&
-  !fs.existsSync('/usr/bin/chromium')
-) {
+// `npm test` needs two Debian packages besides Node: Chromium drives the operators' console
+// (test/console.e2e.test.ts; CHROMIUM_PATH points at another browser) and promtool, from the
+// prometheus package, checks and unit-tests the alert rules (ops/ops-kit.unit.test.ts). Each is
+// installed here when missing and we may (root with apt-get).
+const DEBIAN_TOOLS = [
+  {
+    binary: '/usr/bin/chromium',
+    pkg: 'chromium',
+    flags: '',
+    use: 'the console tests',
+    skip: !!process.env.CHROMIUM_PATH,
+  },
+  {
+    binary: '/usr/bin/promtool',
+    pkg: 'prometheus',
+    flags: '--no-install-recommends',
+    use: 'the alert rule tests',
+    skip: false,
+  },
+];
+if (process.env.npm_lifecycle_event === 'pretest') {
   const root = typeof process.getuid === 'function' && process.getuid() === 0;
   const apt = fs.existsSync('/usr/bin/apt-get');
-  if (root && apt) {
-    process.stderr.write('[deps] installing Chromium for the console tests (apt-get install chromium)\n');
-    const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+  for (const t of DEBIAN_TOOLS) {
+    if (t.skip || fs.existsSync(t.binary)) continue;
+    if (!root || !apt) {
+      process.stderr.write(`[deps] no ${t.binary}: ${t.use} will fail (apt-get install ${t.pkg})\n`);
+      continue;
+    }
+    process.stderr.write(`[deps] installing ${t.pkg} for ${t.use} (apt-get install ${t.pkg})\n`);
+    const install = `apt-get install -y -q ${t.flags} ${t.pkg}`;
     try {
-      execSync('apt-get install -y -q chromium || (apt-get update -q && apt-get install -y -q chromium)', {
+      execSync(`${install} || (apt-get update -q && ${install})`, {
         stdio: 'inherit',
-        env,
+        env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
         shell: '/bin/sh',
       });
     } catch {
-      // the other tiers still run; the console test says what is missing
-      process.stderr.write('[deps] could not install Chromium: the console tests will fail\n');
+      // the other tiers still run; the tests that need it say what is missing
+      process.stderr.write(`[deps] could not install ${t.pkg}: ${t.use} will fail\n`);
     }
-  } else {
-    process.stderr.write(
-      '[deps] no Chromium at /usr/bin/chromium: the console tests will fail (apt-get install chromium, or set CHROMIUM_PATH)\n',
-    );
   }
 }
