@@ -228,4 +228,27 @@ describe('audit API: /api/events reads (seed 5.4)', () => {
       sub: 'operador-42',
     });
   });
+
+  it('tenant_id filters the log (seed 003): only that tenant, combined with the others; a non-UUID is a 400 naming it', async () => {
+    const tenant = randomUUID();
+    await db.pool.query(
+      `INSERT INTO core.event_log (event_id, tipo, origem, correlacao_id, timestamp, payload, tenant_id)
+       SELECT gen_random_uuid(), 'demanda.categorizada', CASE WHEN g = 1 THEN 'D-t' ELSE 'D-x' END, gen_random_uuid(),
+              '2026-08-01T00:00:00Z'::timestamptz, jsonb_build_object('i', g), $1::uuid
+         FROM generate_series(1, 3) g`,
+      [tenant],
+    );
+    const all = await json<Page & { linhas: Array<{ tenant_id: string | null }> }>(
+      await api.call(`/api/events?tenant_id=${tenant}`),
+    );
+    expect(all.total).toBe(3);
+    expect(all.linhas.every((e) => e.tenant_id === tenant)).toBe(true);
+    const one = await json<Page>(await api.call(`/api/events?tenant_id=${tenant.toUpperCase()}&origem=D-t`));
+    expect(one.total).toBe(1);
+    const none = await json<Page>(await api.call(`/api/events?tenant_id=${randomUUID()}`));
+    expect(none.total).toBe(0);
+    const bad = await api.call("/api/events?tenant_id=1' OR '1'='1");
+    expect(bad.status).toBe(400);
+    expect(JSON.stringify(await bad.json())).toContain('tenant_id');
+  });
 });

@@ -265,20 +265,30 @@ describe('inscrever over the real broker', () => {
     expect(seen).toEqual([next.event_id]); // the first event's offset was committed
   });
 
-  it('accepts a later inscrever after boot and delivers to it', async () => {
+  it('accepts a later inscrever after boot: once inscricoesProntas resolves, an event published at once is delivered', async () => {
+    // The consumer is replaced to add each topic; the one it replaces keeps fetching until it is
+    // disconnected, and its fetches once made inscricoesProntas resolve before the new consumer
+    // had joined and fixed its starting offsets: the event published next was never delivered.
     const bus = await createTestBus();
     bus.inscrever('demanda.categorizada', 'D-11', () => undefined);
     await bus.inscricoesProntas();
-    const later: string[] = [];
-    bus.inscrever('parametros.atualizados', 'D-11', (e) => void later.push(e.event_id));
-    await bus.inscricoesProntas();
-    const e = await bus.publicar({
-      tipo: 'parametros.atualizados',
-      origem: 'D-4',
-      payload: { ...SAMPLE_PAYLOADS['parametros.atualizados'] },
+    await bus.publicar(categorizada()); // the first consumer busy fetching
+    const later: Record<string, string[]> = {};
+    const sent: Record<string, string> = {};
+    for (const [tipo, origem] of [
+      ['parametros.atualizados', 'D-6'],
+      ['demanda.normalizada', 'D-1b'],
+      ['demanda.recebida', 'D-1a'],
+    ] as const) {
+      later[tipo] = [];
+      bus.inscrever(tipo, 'D-11', (e) => void later[tipo]!.push(e.event_id));
+      await bus.inscricoesProntas('D-11');
+      sent[tipo] = (await bus.publicar({ tipo, origem, payload: { ...SAMPLE_PAYLOADS[tipo] } })).event_id;
+    }
+    await waitFor(() => Object.keys(sent).every((t) => later[t]!.includes(sent[t]!)), {
+      message: 'every event published right after its inscricoesProntas delivered',
     });
-    await waitFor(() => later.includes(e.event_id));
-    expect(later).toEqual([e.event_id]);
+    for (const t of Object.keys(sent)) expect(later[t]).toEqual([sent[t]]);
   });
 
   it('refuses an unknown type, a bad colony code and a 31st handler, synchronously', async () => {

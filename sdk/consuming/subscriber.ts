@@ -216,6 +216,7 @@ export class ColonySubscriber {
     let joined = false;
     this.consumer = consumer; // before connecting: the events below belong to this consumer
     this.running = false;
+    this.ready = false;
     consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => {
       joined = true;
       if (this.consumer !== consumer) return;
@@ -249,7 +250,9 @@ export class ColonySubscriber {
       }
     });
     consumer.on(consumer.events.FETCH, () => {
-      if (!joined || this.ready) return;
+      // only this consumer's first fetch: the one it replaces may still fetch until it is
+      // disconnected, and its fetches say nothing about the topics added since
+      if (this.consumer !== consumer || !joined || this.ready) return;
       this.ready = true;
       this.readyWaiters.splice(0).forEach((r) => r());
     });

@@ -215,8 +215,16 @@ describe.each([
     expect(a.tenant_id).toBe(tenant); // canonical lowercase, as the log returns it
     const none = await bus.publicar({ ...categorizada(), correlacao_id });
     expect(none.tenant_id).toBeNull();
-    await waitFor(async () => (await bus.consultarEventos({ correlacao_id })).total === 3, {
-      message: 'the event, its effect and the tenant-less event in the log',
+    let last: unknown;
+    await waitFor(
+      async () => {
+        const flow = await bus.consultarEventos({ correlacao_id });
+        last = { handled: handled.map((e) => e.event_id), logged: flow.linhas.map((e) => [e.tipo, e.tenant_id]) };
+        return flow.total === 3;
+      },
+      { message: 'the event, its effect and the tenant-less event in the log' },
+    ).catch((err: Error) => {
+      throw new Error(`${err.message}; ${JSON.stringify(last)}; a=${a.event_id}`);
     });
     expect(handled.find((e) => e.event_id === a.event_id)?.tenant_id).toBe(tenant); // delivered with it
     const ofTenant = await bus.consultarEventos({ tenant_id: tenant });
