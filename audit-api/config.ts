@@ -1,3 +1,4 @@
+import pg from 'pg';
 import { connectionEnv, env, readEnv, type EnvValues } from '../sdk/service';
 
 const CIDR = /^[0-9a-fA-F:.]+\/\d{1,3}$/;
@@ -55,6 +56,26 @@ export const auditEnv = {
     default: 5,
     doc: 'Loop guard: a DLQ entry sent back this many times without success becomes failed_permanent at its next selection.',
   }),
+  AUDIT_DB_POOL_SIZE: env.int({
+    min: 1,
+    max: 100,
+    default: 8,
+    doc: "Connections of the audit API's PostgreSQL pool (the bridge has its own).",
+  }),
+  AUDIT_DB_ACQUIRE_TIMEOUT_MS: env.int({
+    min: 50,
+    max: 60_000,
+    default: 2_000,
+    unit: 'milliseconds',
+    doc: 'Longest a request waits for a free database connection; then it is answered 503 with Retry-After instead of hanging.',
+  }),
+  AUDIT_DB_STATEMENT_TIMEOUT_MS: env.int({
+    min: 100,
+    max: 3_600_000,
+    default: 15_000,
+    unit: 'milliseconds',
+    doc: "PostgreSQL statement_timeout of the audit API's connections: a slow query is cancelled (503) instead of holding a connection.",
+  }),
 };
 
 export type AuditConfig = EnvValues<typeof auditEnv>;
@@ -68,3 +89,22 @@ export const tokenOptions = (c: Pick<AuditConfig, 'AUDIT_JWT_SECRET' | 'AUDIT_JW
   issuer: c.AUDIT_JWT_ISSUER,
   audience: c.AUDIT_JWT_AUDIENCE,
 });
+
+/**
+ * The audit API's PostgreSQL pool: bounded, with a bounded wait for a connection and a
+ * statement timeout, so a slow query or a burst exhausts it into 503s with Retry-After
+ * (audit-api/problem.ts), never into requests that hang. The bridge's pool is separate.
+ */
+export function auditDatabasePool(
+  c: Pick<
+    AuditConfig,
+    'DATABASE_URL' | 'AUDIT_DB_POOL_SIZE' | 'AUDIT_DB_ACQUIRE_TIMEOUT_MS' | 'AUDIT_DB_STATEMENT_TIMEOUT_MS'
+  >,
+): pg.Pool {
+  return new pg.Pool({
+    connectionString: c.DATABASE_URL,
+    max: c.AUDIT_DB_POOL_SIZE,
+    connectionTimeoutMillis: c.AUDIT_DB_ACQUIRE_TIMEOUT_MS,
+    statement_timeout: c.AUDIT_DB_STATEMENT_TIMEOUT_MS,
+  });
+}

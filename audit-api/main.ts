@@ -2,13 +2,12 @@
  * The audit API process: `npx tsx audit-api/main.ts` (configuration: audit-api/config.ts,
  * .env.example). Applies pending migrations, then serves the `/api/events` routes until SIGTERM.
  */
-import pg from 'pg';
 import { Registry } from 'prom-client';
 import { migrateLatest } from '../migrations';
 import { EventBus, jsonLogger } from '../sdk';
 import { onShutdown, runMain } from '../sdk/service';
 import { createAuditApp } from './app';
-import { loadAuditConfig } from './config';
+import { auditDatabasePool, loadAuditConfig } from './config';
 import { AuditMetrics } from './metrics';
 import { RunningRequests } from './running-requests';
 import { listenAuditServer } from './server';
@@ -17,7 +16,7 @@ async function main(): Promise<void> {
   const cfg = loadAuditConfig();
   const logger = jsonLogger('audit-api', cfg.LOG_LEVEL);
   await migrateLatest(cfg.DATABASE_URL);
-  const pool = new pg.Pool({ connectionString: cfg.DATABASE_URL, max: 8, connectionTimeoutMillis: 5000 });
+  const pool = auditDatabasePool(cfg);
   pool.on('error', (err) => logger.warn('idle database connection failed', { error: err.message }));
   const registry = new Registry();
   const bus = new EventBus({

@@ -1,5 +1,5 @@
 import type { NextFunction, Request, Response } from 'express';
-import { FeromoniosError, type Logger } from '../sdk';
+import { FeromoniosError, isRetriable, type Logger } from '../sdk';
 
 /** Base of the `type` URI of every problem this API answers with (RFC 7807). */
 export const PROBLEM_BASE = 'https://feromonios.dev/problemas/';
@@ -132,6 +132,29 @@ function clientProblem(err: unknown): Denied | undefined {
 }
 
 /**
+ * PostgreSQL errors that are the service's state, not the request's fault, as a 503 with
+ * Retry-After: the pool exhausted (no connection free within AUDIT_DB_ACQUIRE_TIMEOUT_MS — a
+ * burst, or slow queries holding every connection), a statement cancelled at
+ * AUDIT_DB_STATEMENT_TIMEOUT_MS (SQLSTATE 57014), the database unreachable or restarting.
+ */
+export function databaseUnavailable(
+  err: unknown,
+): { cause: 'pool' | 'statement-timeout' | 'down'; detail: string; retryAfter: string } | undefined {
+  if (err instanceof FeromoniosError) return undefined;
+  const e = err as { code?: unknown; message?: unknown } | null;
+  if (typeof e?.message === 'string' && /timeout exceeded when trying to connect/i.test(e.message))
+    return { cause: 'pool', detail: 'no database connection became free in time; try again', retryAfter: '1' };
+  if (e?.code === '57014')
+    return {
+      cause: 'statement-timeout',
+      detail: 'the query took longer than the database statement timeout; narrow the filter or try again later',
+      retryAfter: '5',
+    };
+  if (isRetriable(err)) return { cause: 'down', detail: 'the database is unavailable; try again', retryAfter: '5' };
+  return undefined;
+}
+
+/**
  * The last middleware: problems as they are, client-caused SDK errors as 4xx, and everything
  * else as a 500 that reveals nothing (the log line with the same `request_id` has the cause).
  */
@@ -150,6 +173,26 @@ export function problemHandler(logger: Logger) {
     if (client) {
       res.locals.denied = client;
       return sendProblem(req, res, client);
+    }
+    const db = databaseUnavailable(err);
+    if (db) {
+      logger.warn('database unavailable', {
+        request_id: res.locals.requestId as string | undefined,
+        cause: db.cause,
+        error: (err as Error).message,
+      });
+      return sendProblem(
+        req,
+        res,
+        new HttpProblem(
+          503,
+          'indisponivel',
+          'Service unavailable',
+          db.detail,
+          { causa: db.cause },
+          { 'Retry-After': db.retryAfter },
+        ),
+      );
     }
     logger.error('unhandled error', {
       request_id: res.locals.requestId as string | undefined,
