@@ -16,6 +16,7 @@ import type { AuditMetrics } from './metrics';
 import { OperatorAuth, type Operator } from './operator-auth';
 import { Denied, HttpProblem, problemHandler, sendProblem } from './problem';
 import { RateLimiter } from './rate-limiter';
+import { listarLacunas } from './retention-gaps';
 import {
   coloniaQuery,
   consultarEventosQuery,
@@ -230,6 +231,12 @@ export function createAuditApp(d: AuditAppDeps): express.Express {
   guard.get('/api/events/campos-pesquisaveis', (req, res) => {
     none(req.query);
     res.json({ payload: c.AUDIT_PAYLOAD_SEARCH_KEYS });
+  });
+
+  // Records retention deleted before the bridge read them: in neither Kafka nor the log (docs/reliability.md).
+  guard.get('/api/events/lacunas', async (req, res) => {
+    none(req.query);
+    res.json({ lacunas: await listarLacunas(d.pool) });
   });
 
   // The parking reason codes (the console's select; the SDK's list is the only one).

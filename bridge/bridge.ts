@@ -29,9 +29,17 @@ import {
   ORDER_HEADER,
   parseOrder,
 } from '../sdk/wire';
-import { SessionProducer, backoffDelay, endSpan, kafkaLogs, startBatchSpan } from '../sdk/service';
+import {
+  RetentionGapDetector,
+  SessionProducer,
+  backoffDelay,
+  endSpan,
+  kafkaLogs,
+  startBatchSpan,
+} from '../sdk/service';
 import { recordFailure, recordResolved, type DeadLetterRecord } from './dead-letter-writer';
 import { dlqDepths, publishDlqDepths } from './dlq-depth';
+import { recordRetentionGap } from './retention-gap-writer';
 import { colonyGroupLags, publishGroupLags } from './group-lag';
 import { publishTimeOf, stageEvents, type StagedRow } from './event-log-writer';
 import { refusable, writeIsolatingRefused } from './refused-rows';
@@ -358,8 +366,39 @@ export class Bridge {
       maxWaitTimeInMs: this.o.flushIntervalMs,
       maxBytesPerPartition: 4 * 1024 * 1024,
     });
-    consumer.on(consumer.events.GROUP_JOIN, () => {
+    // records retention deleted before the bridge read them: a row of core.lacunas_retencao, a
+    // metric and a log line; the lane moves on (kafkajs resumes at the log start)
+    const gaps = new RetentionGapDetector({
+      groupId: lane.groupId,
+      // read before the consumer starts: kafkajs may reset and commit an out-of-range position
+      // before an answer read at the join would come back
+      committedAtStart: await this.admin?.fetchOffsets({ groupId: lane.groupId }).catch(() => undefined),
+      admin: (fn) => {
+        const admin = this.admin;
+        if (!admin) return Promise.reject(new FeromoniosError('BUS_CLOSED', 'the bridge is not started'));
+        return fn(admin);
+      },
+      semCommit: 'inicio', // every record must reach the log: a partition never committed expects offset 0
+      onGap: async (g) => {
+        this.o.metrics.retentionGap.inc({ lane: lane.name, topic: g.topico }, g.registros);
+        const untilStopped = {
+          heartbeat: () => Promise.resolve(),
+          isRunning: () => !this.stopping,
+          isStale: () => false,
+        };
+        await this.retrying('database', untilStopped, () => recordRetentionGap(this.o.pool, g));
+      },
+      logger: this.o.logger,
+    });
+    consumer.on(consumer.events.START_BATCH_PROCESS, ({ payload: b }) => {
+      if (lane.consumer === consumer && b.batchSize > 0) gaps.batchStarted(b.topic, b.partition, b.firstOffset);
+    });
+    consumer.on(consumer.events.END_BATCH_PROCESS, ({ payload: b }) => {
+      if (lane.consumer === consumer && b.batchSize > 0) gaps.batchEnded(b.topic, b.partition, b.lastOffset);
+    });
+    consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => {
       if (lane.consumer !== consumer) return;
+      gaps.joined(payload.memberAssignment);
       lane.running = true;
       lane.joiningSince = undefined;
       // partitions may have moved to another instance: progress is measured anew from here

@@ -74,6 +74,12 @@ export class BridgeMetrics {
     labelNames: ['source'],
     registers: [this.registry],
   });
+  readonly retentionGap = new Counter({
+    name: 'feromonios_bridge_retention_gap_records_total',
+    help: 'Records retention deleted before the bridge read them, per lane and topic (each gap is a row of core.lacunas_retencao and a log line).',
+    labelNames: ['lane', 'topic'],
+    registers: [this.registry],
+  });
   readonly consumerRestarts = new Counter({
     name: 'feromonios_bridge_consumer_restarts_total',
     help: 'Lane consumers that crashed and were started again (by kafkajs or by the bridge), per lane.',

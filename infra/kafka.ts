@@ -89,6 +89,9 @@ function serverProperties(node: KafkaNode, all: KafkaNode[]): string {
     'num.io.threads=2',
     'num.partitions=3',
     'log.segment.bytes=67108864',
+    // Retention is enforced every 2 s (default 5 min): the retention-gap tests give a topic a
+    // retention of seconds and wait for its records to go. Topics' own retention.ms is unchanged.
+    'log.retention.check.interval.ms=2000',
     // A 1 MB payload plus headers and framing exceeds the 1 MB default.
     'message.max.bytes=2097152',
     'replica.fetch.max.bytes=2097152',

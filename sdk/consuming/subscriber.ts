@@ -11,6 +11,7 @@ import { scrubText } from '../wire/error-text';
 import { withInbox, type OpcoesInbox } from './inbox';
 import { DLQ_HEADERS, DLQ_OUTCOME_HEADER, REPROCESS_HEADERS } from '../wire/headers';
 import { ensureTopics, withAdmin, type TopicNames, type TopicSettings } from '../wire/topics';
+import { RetentionGapDetector } from './retention-gaps';
 import type { PoolClient } from 'pg';
 import { endSpan, handlerTraceparent, startConsumerSpan, withActiveSpan } from '../runtime/tracing';
 import { comContextoCausal } from '../runtime/causal-context';
@@ -200,6 +201,9 @@ export class ColonySubscriber {
       this.dlqProducer = producer;
     }
     await this.consumer?.disconnect();
+    // the group's committed offsets before this consumer starts: where it resumes (below) and
+    // what the retention-gap detector expects at the first join
+    const committed = await withAdmin(this.d.kafka, (a) => a.fetchOffsets({ groupId: this.groupId }));
     const consumer: Consumer = this.d.kafka.consumer({
       groupId: this.groupId,
       allowAutoTopicCreation: false,
@@ -217,11 +221,21 @@ export class ColonySubscriber {
     this.consumer = consumer; // before connecting: the events below belong to this consumer
     this.running = false;
     this.ready = false;
+    // records retention deleted before this colony read them: counted and logged, then moved past
+    const gaps = new RetentionGapDetector({
+      committedAtStart: committed,
+      groupId: this.groupId,
+      admin: (fn) => withAdmin(this.d.kafka, fn),
+      semCommit: 'nada', // a new group starts at the end by design: nothing was expected before
+      onGap: (g) => this.d.metrics.retentionGap.inc({ colonia: this.d.colonia, topic: g.topico }, g.registros),
+      logger: this.d.logger,
+    });
     consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => {
       joined = true;
       if (this.consumer !== consumer) return;
       this.running = true;
       this.keepLagOf(payload.memberAssignment);
+      gaps.joined(payload.memberAssignment);
     });
     // The colony's lag per assigned partition, from each fetch (no extra request to the broker),
     // counted as the committed-offset lag is: records not handled yet. kafkajs's offsetLagLow
@@ -229,10 +243,14 @@ export class ColonySubscriber {
     const lag = (topic: string, partition: number, value: number): void => {
       if (this.consumer === consumer) this.setLag(topic, partition, value);
     };
-    consumer.on(consumer.events.START_BATCH_PROCESS, ({ payload: b }) =>
-      lag(b.topic, b.partition, b.batchSize > 0 ? Number(b.offsetLagLow) + 1 : Number(b.offsetLag)),
-    );
-    consumer.on(consumer.events.END_BATCH_PROCESS, ({ payload: b }) => lag(b.topic, b.partition, Number(b.offsetLag)));
+    consumer.on(consumer.events.START_BATCH_PROCESS, ({ payload: b }) => {
+      lag(b.topic, b.partition, b.batchSize > 0 ? Number(b.offsetLagLow) + 1 : Number(b.offsetLag));
+      if (this.consumer === consumer && b.batchSize > 0) gaps.batchStarted(b.topic, b.partition, b.firstOffset);
+    });
+    consumer.on(consumer.events.END_BATCH_PROCESS, ({ payload: b }) => {
+      lag(b.topic, b.partition, Number(b.offsetLag));
+      if (this.consumer === consumer && b.batchSize > 0) gaps.batchEnded(b.topic, b.partition, b.lastOffset);
+    });
     consumer.on(consumer.events.CRASH, ({ payload }) => {
       if (this.consumer !== consumer) return;
       this.running = false;
@@ -258,7 +276,19 @@ export class ColonySubscriber {
     });
     try {
       await consumer.connect();
-      await consumer.subscribe({ topics, fromBeginning: this.d.fromBeginning });
+      // kafkajs's fromBeginning decides both where a new group starts and where a position that
+      // retention overtook resumes. A topic the group already committed on resumes at the log
+      // start (only what retention deleted is lost, reported as a retention gap); a topic it never
+      // read starts at the end, unless desdeOInicio.
+      const resumed = new Set(
+        this.d.fromBeginning
+          ? topics
+          : committed.filter((t) => t.partitions.some((p) => /^\d+$/.test(p.offset))).map((t) => t.topic),
+      );
+      const resume = topics.filter((t) => resumed.has(t));
+      const fresh = topics.filter((t) => !resumed.has(t));
+      if (resume.length > 0) await consumer.subscribe({ topics: resume, fromBeginning: true });
+      if (fresh.length > 0) await consumer.subscribe({ topics: fresh, fromBeginning: this.d.fromBeginning });
       await consumer.run({
         partitionsConsumedConcurrently: this.d.partitionsConcurrently,
         eachMessage: (payload) => this.handle(payload),

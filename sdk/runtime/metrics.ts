@@ -11,6 +11,7 @@ export class SdkMetrics {
   readonly handlerDuration: Histogram<'tipo' | 'colonia' | 'result'>;
   readonly consumeRetries: Counter<'tipo' | 'colonia'>;
   readonly consumerLag: Gauge<'colonia' | 'topic' | 'partition'>;
+  readonly retentionGap: Counter<'colonia' | 'topic'>;
   readonly deadLettered: Counter<'colonia' | 'manipulador'>;
   readonly reprocessed: Counter<'colonia' | 'fonte'>;
   readonly dlqTransitions: Counter<'colonia' | 'acao'>;
@@ -59,6 +60,12 @@ export class SdkMetrics {
       'feromonios_consumer_lag',
       "Records behind the partition's end, for the partitions this colony instance is assigned: at a fetch's start the whole fetch counts, at its end what is left (a stuck handler keeps the start value). The platform-wide view by committed offsets: feromonios_consumer_group_lag (bridge).",
       ['colonia', 'topic', 'partition'],
+    );
+    this.retentionGap = counter(
+      registry,
+      'feromonios_consumer_retention_gap_records_total',
+      "Records a colony's group never read because retention deleted them first (its committed offset fell below the log start), by colony and topic; each gap is also logged with its partition and offset range.",
+      ['colonia', 'topic'],
     );
     this.deadLettered = counter(
       registry,

@@ -14,5 +14,6 @@ export { backoffDelay, sleep, type Backoff } from '../runtime/retry';
 export { withTransaction } from '../runtime/transaction';
 export { getOrCreate } from '../runtime/metrics';
 export { endSpan, startBatchSpan } from '../runtime/tracing';
+export { RetentionGapDetector, type LacunaDeRetencao } from '../consuming/retention-gaps';
 export { DlqReprocessor, type DlqReprocessorDeps } from '../reprocessing/dlq-reprocessing';
 export { retirarColonia, type ColoniaRetirada } from './retire-colony';
