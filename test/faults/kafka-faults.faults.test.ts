@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { killKafkaNode, kafkaNodes, startKafkaNode } from '../../infra/kafka';
-import { criarTabelaInbox, isRetriable } from '../../sdk';
+import { criarTabelaInbox, criarTabelaOutbox, isRetriable } from '../../sdk';
 import { SAMPLE_PAYLOADS } from '../../sdk/testing';
 import { buildHeaders, encodeValue } from '../../sdk/wire';
 import { createTestDatabase, testKafka, waitFor } from '../harness';
@@ -175,6 +175,128 @@ describe('faults on the 3-node cluster (RF 3, min.insync.replicas 2)', () => {
       'unknown-schema-id',
     ]);
   }, 300_000);
+  it('7. two of three brokers down (below min.insync.replicas): retriable BROKER_UNAVAILABLE within publishTimeoutMs, the outbox backlog measured, everything resumes when one returns', async () => {
+    const publishTimeoutMs = 8_000;
+    const outageMs = size(20_000, 180_000);
+    const db = await createTestDatabase();
+    const colony = await createTestDatabase();
+    await criarTabelaOutbox(colony.pool, 'f7');
+    const b = await createTestBus({ ...clusterBus, publishTimeoutMs, outbox: { schema: 'f7', pool: colony.pool } });
+    await startTestBridge(b, db);
+    const relay = await b.iniciarRelayOutbox({ intervaloMs: 100 });
+    const acked: string[] = (await b.publicarLote(Array.from({ length: 100 }, categorizada))).map((e) => e.event_id);
+    const [n1, n2, n3] = kafkaNodes('cluster');
+    if (!n1 || !n2 || !n3) throw new Error('the cluster has three nodes');
+    const down = new Set([n2, n3]);
+    await killKafkaNode(n2);
+    await killKafkaNode(n3);
+    const downAt = Date.now();
+    try {
+      // publishers: typed, retriable errors within the deadline, never a hang
+      const outcomes = await Promise.all(
+        Array.from({ length: 8 }, async () => {
+          const t0 = Date.now();
+          try {
+            const e = await b.publicar(categorizada());
+            acked.push(e.event_id); // a publish that made it before the quorum was noticed
+            return { ok: true, ms: Date.now() - t0 };
+          } catch (err) {
+            return {
+              ok: false,
+              ms: Date.now() - t0,
+              code: (err as { code?: string }).code,
+              retriable: isRetriable(err),
+            };
+          }
+        }),
+      );
+      const failed = outcomes.filter((o) => !o.ok);
+      expect(failed.length).toBeGreaterThan(0);
+      for (const f of failed) {
+        expect(f).toMatchObject({ code: 'BROKER_UNAVAILABLE', retriable: true });
+        expect(f.ms).toBeLessThan(publishTimeoutMs + 3_000);
+      }
+      // the outbox keeps committing; its gauges show the backlog while the relay cannot publish
+      const outboxed: string[] = [];
+      const gauge = async () => {
+        const m = await b.metrics.registry.metrics();
+        return {
+          pending: Number(/feromonios_outbox_pending\{schema="f7"\} (\d+)/.exec(m)?.[1] ?? 0),
+          age: Number(/feromonios_outbox_oldest_pending_age_seconds\{schema="f7"\} ([\d.]+)/.exec(m)?.[1] ?? 0),
+        };
+      };
+      const samples: Array<{ pending: number; age: number }> = [];
+      const firstOutboxAt = Date.now();
+      while (Date.now() - downAt < outageMs) {
+        const client = await colony.pool.connect();
+        try {
+          await client.query('BEGIN');
+          for (let i = 0; i < 10; i++) outboxed.push((await b.publicarNaTransacao(client, categorizada())).event_id);
+          await client.query('COMMIT');
+        } finally {
+          client.release();
+        }
+        await new Promise((r) => setTimeout(r, 1_000));
+        samples.push(await gauge());
+      }
+      // the gauges are refreshed between the relay's attempts (each bounded by publishTimeoutMs)
+      const { pending, age } = await waitFor(
+        async () => {
+          const g = await gauge();
+          return g.pending === outboxed.length ? g : undefined;
+        },
+        { timeoutMs: publishTimeoutMs + 5_000, message: 'the pending gauge counts every outboxed row' },
+      );
+      expect(age).toBeGreaterThan((Date.now() - firstOutboxAt - publishTimeoutMs) / 1000 - 3);
+      expect(samples.every((g, i) => i === 0 || g.pending >= (samples[i - 1] as { pending: number }).pending)).toBe(
+        true,
+      );
+      // one broker back: quorum again (2 of 3)
+      await startKafkaNode(n2);
+      down.delete(n2);
+      const back = Date.now();
+      await waitFor(
+        async () => {
+          try {
+            acked.push((await b.publicar(categorizada())).event_id);
+            return true;
+          } catch {
+            return false;
+          }
+        },
+        { timeoutMs: 120_000, intervalMs: 1_000, message: 'publishing resumes with two brokers' },
+      );
+      const resumedAfterMs = Date.now() - back;
+      acked.push(...(await b.publicarLote(Array.from({ length: 100 }, categorizada))).map((e) => e.event_id));
+      await waitFor(
+        async () => (await logCoverage(db, [...acked, ...outboxed])).inLog === acked.length + outboxed.length,
+        {
+          timeoutMs: 180_000,
+          message: 'every acknowledged and outboxed event in the log',
+        },
+      );
+      // the backlog drained in commit order (one relay, rows in id order)
+      const { rows } = await db.pool.query<{ event_id: string }>(
+        'SELECT event_id::text FROM core.event_log WHERE event_id = ANY($1::uuid[]) ORDER BY sequence_number',
+        [outboxed],
+      );
+      expect(rows.map((r) => r.event_id)).toEqual(outboxed);
+      const cov = await logCoverage(db, [...acked, ...outboxed]);
+      report('7 two of three brokers down, outbox backlog', {
+        published: acked.length + outboxed.length + failed.length,
+        acknowledged: acked.length + outboxed.length,
+        inLog: cov.inLog,
+        duplicatesInLog: cov.duplicates,
+        lost: cov.missing.length,
+        notes: `${failed.length} publishes refused BROKER_UNAVAILABLE in at most ${Math.max(...failed.map((f) => f.ms))} ms (publishTimeoutMs ${publishTimeoutMs}); outbox backlog ${pending} rows, oldest ${Math.round(age)} s, drained in order; publishing resumed ${resumedAfterMs} ms after a broker returned`,
+      });
+      expect(cov.missing).toEqual([]);
+      expect(cov.duplicates).toBe(0);
+    } finally {
+      await relay.parar();
+      for (const n of down) await startKafkaNode(n); // the cluster whole again for what follows
+    }
+  }, 600_000);
 });
 
 async function readAll(topic: string, count: number) {
