@@ -106,5 +106,9 @@ export function auditDatabasePool(
     max: c.AUDIT_DB_POOL_SIZE,
     connectionTimeoutMillis: c.AUDIT_DB_ACQUIRE_TIMEOUT_MS,
     statement_timeout: c.AUDIT_DB_STATEMENT_TIMEOUT_MS,
+    // a connection the network dropped silently is noticed too: PostgreSQL cannot cancel what it
+    // no longer hears, so the client gives up a little after the statement timeout
+    query_timeout: c.AUDIT_DB_STATEMENT_TIMEOUT_MS + 5_000,
+    keepAlive: true,
   });
 }

@@ -1,3 +1,4 @@
+import pg from 'pg';
 import { connectionEnv, env, readEnv, type EnvValues } from '../sdk/service';
 
 /** Every variable the bridge reads, validated once at start (`loadBridgeConfig`). */
@@ -46,6 +47,13 @@ export const bridgeEnv = {
     default: 60_000,
     doc: 'A partition with lag and no progress this long is reported stalled (metric, /ready 503), in milliseconds.',
   }),
+  BRIDGE_DB_QUERY_TIMEOUT_MS: env.int({
+    min: 1000,
+    max: 3_600_000,
+    default: 60_000,
+    unit: 'milliseconds',
+    doc: 'Longest wait for PostgreSQL to answer one statement; past it the connection is dropped and the work retried (a blackholed or half-open connection never hangs the bridge).',
+  }),
   BRIDGE_GAUGES_INTERVAL_MS: env.int({
     min: 1000,
     max: 3_600_000,
@@ -86,3 +94,19 @@ export type BridgeConfig = EnvValues<typeof bridgeEnv>;
 
 export const loadBridgeConfig = (source: Record<string, string | undefined> = process.env): BridgeConfig =>
   readEnv(bridgeEnv, source);
+
+/**
+ * The bridge's PostgreSQL pool: its own (the audit API's cannot starve it), TCP keepalive on,
+ * and a client-side read timeout per statement — a connection the network silently dropped
+ * (blackholed, half-open) fails the statement after `queryTimeoutMs` with a retriable error and
+ * is discarded, instead of hanging the bridge (docs/reliability.md, "Network faults").
+ */
+export function bridgeDatabasePool(url: string, queryTimeoutMs: number, max = 4): pg.Pool {
+  return new pg.Pool({
+    connectionString: url,
+    max,
+    connectionTimeoutMillis: 5000,
+    query_timeout: queryTimeoutMs,
+    keepAlive: true,
+  });
+}

@@ -2,13 +2,12 @@
  * The bridge process: `npx tsx bridge/main.ts` (configuration: bridge/config.ts, .env.example).
  * Applies pending migrations, then mirrors every event topic into core.event_log until SIGTERM.
  */
-import pg from 'pg';
 import { migrateLatest } from '../migrations';
 import { jsonLogger } from '../sdk';
 import { onShutdown, runMain } from '../sdk/service';
 import { ConfluentSchemaRegistry, SchemaCatalog, TopicNames, defaultTopicSettings } from '../sdk/wire';
 import { Bridge } from './bridge';
-import { loadBridgeConfig } from './config';
+import { bridgeDatabasePool, loadBridgeConfig } from './config';
 import { BridgeMetrics } from './metrics';
 import { startOpsServer } from './ops-server';
 
@@ -16,7 +15,7 @@ async function main(): Promise<void> {
   const cfg = loadBridgeConfig();
   const logger = jsonLogger('bridge', cfg.LOG_LEVEL);
   await migrateLatest(cfg.DATABASE_URL);
-  const pool = new pg.Pool({ connectionString: cfg.DATABASE_URL, max: 4, connectionTimeoutMillis: 5000 });
+  const pool = bridgeDatabasePool(cfg.DATABASE_URL, cfg.BRIDGE_DB_QUERY_TIMEOUT_MS);
   pool.on('error', (err) => logger.warn('idle database connection failed', { error: err.message }));
   const metrics = new BridgeMetrics();
   const bridge = new Bridge({

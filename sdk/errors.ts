@@ -199,8 +199,14 @@ export function isRetriable(err: unknown): boolean {
   if ((name === 'KafkaJSNonRetriableError' || name === 'KafkaJSNumberOfRetriesExceeded') && cause && cause !== e)
     return isRetriable(cause);
   if (typeof e.retriable === 'boolean') return e.retriable; // kafkajs errors carry this
-  // node-postgres reports a dropped socket without a code
-  return typeof e.message === 'string' && /Connection terminated|connection timeout/i.test(e.message);
+  // node-postgres reports a dropped socket, a read past query_timeout and a pool that found no
+  // free connection in time without a code
+  return (
+    typeof e.message === 'string' &&
+    /Connection terminated|connection timeout|Query read timeout|timeout exceeded when trying to connect/i.test(
+      e.message,
+    )
+  );
 }
 
 /** A handler did not settle within `timeoutMs` (then it is retried, and dead-lettered when out of tries). */

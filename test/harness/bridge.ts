@@ -1,5 +1,5 @@
-import pg from 'pg';
 import { Bridge, type OpcoesBridge } from '../../bridge/bridge';
+import { bridgeDatabasePool } from '../../bridge/config';
 import { BridgeMetrics } from '../../bridge/metrics';
 import { jsonLogger, silentLogger, type EventBus } from '../../sdk';
 import { registerCleanup, serviceEnv, type TestDatabase } from './index';
@@ -11,9 +11,11 @@ export const TEST_REDACTION_KEY = 'test-only-redaction-key-0123456789abcdef';
 export async function startTestBridge(
   bus: EventBus,
   db: TestDatabase,
-  overrides: Partial<OpcoesBridge> = {},
+  overrides: Partial<OpcoesBridge> & { dbQueryTimeoutMs?: number } = {},
 ): Promise<{ bridge: Bridge; metrics: BridgeMetrics; stop(): Promise<void> }> {
-  const pool = new pg.Pool({ connectionString: db.url, max: 3 });
+  // as bridge/main.ts builds it: its own pool, keepalive, a read timeout per statement
+  const { dbQueryTimeoutMs, ...bridgeOverrides } = overrides;
+  const pool = bridgeDatabasePool(db.url, dbQueryTimeoutMs ?? 60_000, 3);
   pool.on('error', () => undefined);
   const metrics = new BridgeMetrics();
   const bridge = new Bridge({
@@ -35,7 +37,7 @@ export async function startTestBridge(
       ? jsonLogger('bridge', 'debug', (l) => process.stderr.write(l + '\n'))
       : silentLogger,
     metrics,
-    ...overrides,
+    ...bridgeOverrides,
   });
   let stopped: Promise<void> | undefined;
   /** Stops the bridge and closes its pool; once, however often it is called (file end included). */
