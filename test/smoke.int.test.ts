@@ -46,6 +46,12 @@ describe('the real services the suite runs against', () => {
     const { rows } = await db.pool.query<{ t: string }>(
       `SELECT table_name AS t FROM information_schema.tables WHERE table_schema = 'core' ORDER BY 1`,
     );
-    expect(rows.map((r) => r.t)).toEqual(['dead_letter_queue', 'dlq_reprocessamento', 'event_log', 'event_staging']);
+    expect(rows.map((r) => r.t)).toEqual([
+      'dead_letter_queue',
+      'dlq_reprocessamento',
+      'event_log',
+      'event_staging',
+      'lacunas_retencao',
+    ]);
   });
 });
