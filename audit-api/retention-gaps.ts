@@ -1,17 +1,8 @@
 import type pg from 'pg';
+import type { LacunaDeRetencao } from '../sdk/service';
 
-/** A retention gap as the audit API lists it (offsets as strings: Kafka offsets are 64-bit). */
-export interface LacunaListada {
-  id: string;
-  grupo: string;
-  topico: string;
-  particao: number;
-  desde: string;
-  ate: string;
-  inicio_do_log: string;
-  registros: number;
-  detectada_em: string;
-}
+/** A retention gap as the audit API lists it: the detector's record, with its row id and when it was found. */
+export type LacunaListada = LacunaDeRetencao & { id: string; detectada_em: string };
 
 /** The latest retention gaps the bridge recorded (`core.lacunas_retencao`), newest first, at most 500. */
 export async function listarLacunas(pool: pg.Pool): Promise<LacunaListada[]> {

@@ -1,6 +1,14 @@
 import { randomFillSync } from 'node:crypto';
 import { contextoCausal } from './causal-context';
-import { context, SpanKind, SpanStatusCode, trace, type Span, type SpanContext } from '@opentelemetry/api';
+import {
+  context,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  type Context,
+  type Span,
+  type SpanContext,
+} from '@opentelemetry/api';
 
 /**
  * Spans through `@opentelemetry/api`: real spans when the host application registered a
@@ -27,40 +35,14 @@ export function startProducerSpan(topic: string, attributes: Attributes): Span {
   const causal = trace.getSpan(ctx) ? undefined : contextoCausal()?.traceparent;
   const parent = causal ? parseTraceparent(causal) : undefined;
   if (parent) ctx = trace.setSpanContext(ctx, parent);
-  return tracer().startSpan(
-    `send ${topic}`,
-    {
-      kind: SpanKind.PRODUCER,
-      attributes: {
-        'messaging.system': 'kafka',
-        'messaging.operation.type': 'send',
-        'messaging.operation.name': 'send',
-        'messaging.destination.name': topic,
-        ...attributes,
-      },
-    },
-    ctx,
-  );
+  return messagingSpan('send', topic, attributes, { ctx });
 }
 
 /** A consumer span whose parent is the message's `traceparent`, when it has one. */
 export function startConsumerSpan(topic: string, attributes: Attributes, traceparent?: string): Span {
   const parent = traceparent ? parseTraceparent(traceparent) : undefined;
   const ctx = parent ? trace.setSpanContext(context.active(), parent) : context.active();
-  return tracer().startSpan(
-    `process ${topic}`,
-    {
-      kind: SpanKind.CONSUMER,
-      attributes: {
-        'messaging.system': 'kafka',
-        'messaging.operation.type': 'process',
-        'messaging.operation.name': 'process',
-        'messaging.destination.name': topic,
-        ...attributes,
-      },
-    },
-    ctx,
-  );
+  return messagingSpan('process', topic, attributes, { ctx });
 }
 
 /**
@@ -69,18 +51,12 @@ export function startConsumerSpan(topic: string, attributes: Attributes, tracepa
  * provider is registered): without one this costs nothing per record.
  */
 export function startBatchSpan(topic: string, attributes: Attributes, traceparents: Array<string | undefined>): Span {
-  const span = tracer().startSpan(`process ${topic}`, {
-    kind: SpanKind.CONSUMER,
-    root: true,
-    attributes: {
-      'messaging.system': 'kafka',
-      'messaging.operation.type': 'process',
-      'messaging.operation.name': 'process',
-      'messaging.destination.name': topic,
-      'messaging.batch.message_count': traceparents.length,
-      ...attributes,
-    },
-  });
+  const span = messagingSpan(
+    'process',
+    topic,
+    { 'messaging.batch.message_count': traceparents.length, ...attributes },
+    { root: true },
+  );
   if (span.isRecording()) {
     const links = traceparents.flatMap((t) => {
       const sc = t ? parseTraceparent(t) : undefined;
@@ -89,6 +65,30 @@ export function startBatchSpan(topic: string, attributes: Attributes, traceparen
     if (links.length > 0) span.addLinks(links);
   }
   return span;
+}
+
+/** `<operation> <topic>`, PRODUCER for send and CONSUMER for process, with the conventions' messaging attributes. */
+function messagingSpan(
+  operation: 'send' | 'process',
+  topic: string,
+  attributes: Attributes,
+  o: { ctx?: Context; root?: boolean },
+): Span {
+  return tracer().startSpan(
+    `${operation} ${topic}`,
+    {
+      kind: operation === 'send' ? SpanKind.PRODUCER : SpanKind.CONSUMER,
+      ...(o.root ? { root: true } : {}),
+      attributes: {
+        'messaging.system': 'kafka',
+        'messaging.operation.type': operation,
+        'messaging.operation.name': operation,
+        'messaging.destination.name': topic,
+        ...attributes,
+      },
+    },
+    o.ctx,
+  );
 }
 
 export function endSpan(span: Span, error?: unknown): void {
