@@ -193,17 +193,20 @@ export class ColonySubscriber {
       this.d.topics.reprocessar(this.d.colonia),
     ];
     if (this.consumer && topics.every((t) => this.subscribedTopics.has(t))) return;
-    // the DLQ topic is created at the first dead letter (dlqTopic()): a colony that never fails has none
-    await withAdmin(this.d.kafka, (admin) => ensureTopics(admin, topics, this.d.topicSettings));
-    if (!this.dlqProducer) {
-      const producer = new SessionProducer(this.d.kafka, this.d.logger);
-      await producer.connect();
-      this.dlqProducer = producer;
-    }
-    await this.consumer?.disconnect();
-    // the group's committed offsets before this consumer starts: where it resumes (below) and
-    // what the retention-gap detector expects at the first join
-    const committed = await withAdmin(this.d.kafka, (a) => a.fetchOffsets({ groupId: this.groupId }));
+    // one admin session: the topics exist, then — once the consumer replaced has committed on its
+    // way out — the group's committed offsets: where this consumer resumes (below) and what the
+    // retention-gap detector expects at its first join
+    const committed = await withAdmin(this.d.kafka, async (admin) => {
+      // the DLQ topic is created at the first dead letter (dlqTopic()): a colony that never fails has none
+      await ensureTopics(admin, topics, this.d.topicSettings);
+      if (!this.dlqProducer) {
+        const producer = new SessionProducer(this.d.kafka, this.d.logger);
+        await producer.connect();
+        this.dlqProducer = producer;
+      }
+      await this.consumer?.disconnect();
+      return admin.fetchOffsets({ groupId: this.groupId });
+    });
     const consumer: Consumer = this.d.kafka.consumer({
       groupId: this.groupId,
       allowAutoTopicCreation: false,
