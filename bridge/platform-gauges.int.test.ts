@@ -1,8 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import type { Registry } from 'prom-client';
 import type { EventoConsultado } from '../sdk';
 import { SAMPLE_PAYLOADS } from '../sdk/testing';
-import { createTestDatabase, groupLag, waitFor, type TestDatabase } from '../test/harness';
+import { createTestDatabase, groupLag, metricValue as value, waitFor, type TestDatabase } from '../test/harness';
 import { startTestBridge } from '../test/harness/bridge';
 import { createTestBus } from '../test/harness/bus';
 import type { BridgeMetrics } from './metrics';
@@ -14,14 +13,6 @@ import type { BridgeMetrics } from './metrics';
  * in-place retries, and the DLQ depth per colony and state — with series that go back to 0
  * instead of vanishing.
  */
-/** The value of one series of `name` whose labels include `labels`, or undefined when absent. */
-async function value(registry: Registry, name: string, labels: Record<string, string>): Promise<number | undefined> {
-  const metric = registry.getSingleMetric(name);
-  if (!metric) throw new Error(`${name} is not registered`);
-  const { values } = await metric.get();
-  return values.find((v) => Object.entries(labels).every(([k, l]) => String(v.labels[k]) === l))?.value;
-}
-
 describe('platform gauges (issue #23)', () => {
   let db: TestDatabase;
   let bus: Awaited<ReturnType<typeof createTestBus>>;

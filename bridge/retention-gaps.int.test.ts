@@ -2,7 +2,7 @@ import { ConfigResourceTypes } from 'kafkajs';
 import type { Registry } from 'prom-client';
 import { jsonLogger } from '../sdk';
 import { SAMPLE_PAYLOADS } from '../sdk/testing';
-import { createTestDatabase, groupLag, testKafka, waitFor, type TestDatabase } from '../test/harness';
+import { createTestDatabase, groupLag, metricValue, testKafka, waitFor, type TestDatabase } from '../test/harness';
 import { startTestAuditApi } from '../test/harness/audit';
 import { logRows, startTestBridge } from '../test/harness/bridge';
 import { createTestBus } from '../test/harness/bus';
@@ -17,10 +17,8 @@ import { createTestBus } from '../test/harness/bus';
 const tipo = 'demanda.categorizada';
 const ev = () => ({ tipo, origem: 'D-3', chave_particao: 'one-partition', payload: { ...SAMPLE_PAYLOADS[tipo] } });
 
-async function counter(registry: Registry, name: string): Promise<number> {
-  const { values } = (await registry.getSingleMetric(name)?.get()) ?? { values: [] };
-  return values.reduce((n, v) => n + v.value, 0);
-}
+/** The records a gap counter counted, over every series (0 when none was exported). */
+const counter = async (registry: Registry, name: string): Promise<number> => (await metricValue(registry, name)) ?? 0;
 
 /** `retention.ms` and `segment.ms` of `topic`. */
 async function setRetention(topic: string, retentionMs: number, segmentMs: number): Promise<void> {

@@ -10,6 +10,7 @@
 import { randomBytes } from 'node:crypto';
 import { Kafka, logLevel, type Admin, type Consumer, type KafkaMessage, type Producer } from 'kafkajs';
 import pg from 'pg';
+import type { Registry } from 'prom-client';
 import { partitionCounts, withAdmin } from '../../sdk/wire';
 
 export interface ServiceEnv {
@@ -239,4 +240,22 @@ export async function groupLag(groupId: string, topic: string): Promise<number> 
       return n + Number(e.high) - (c < 0 ? Number(e.low) : c);
     }, 0);
   });
+}
+
+/**
+ * The value of a metric in a prom-client registry: the sum of its series whose labels include
+ * `labels` (all series when none are given), or `undefined` when no series matches — a gauge at
+ * 0 and a series never exported are different answers.
+ */
+export async function metricValue(
+  registry: Registry,
+  name: string,
+  labels: Record<string, string> = {},
+): Promise<number | undefined> {
+  const metric = registry.getSingleMetric(name);
+  if (!metric) throw new Error(`${name} is not registered`);
+  const matching = (await metric.get()).values.filter((v) =>
+    Object.entries(labels).every(([k, l]) => String(v.labels[k]) === l),
+  );
+  return matching.length === 0 ? undefined : matching.reduce((n, v) => n + v.value, 0);
 }
