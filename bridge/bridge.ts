@@ -358,9 +358,10 @@ export class Bridge {
     const consumer: Consumer = this.kafka.consumer({
       groupId: lane.groupId,
       allowAutoTopicCreation: false,
-      // kafkajs restarts a crashed consumer on a timer it arms after the crash: one we have
-      // stopped or replaced must not come back (it would fetch for ever, unowned)
-      retry: { restartOnFailure: () => Promise.resolve(!this.stopping && lane.consumer === consumer) },
+      // every restart is the bridge's (scheduleRestart): kafkajs's own restarts a crashed consumer
+      // on a timer nobody awaits, and a disconnect while that restart is joining does not stop the
+      // join — the consumer would come back unowned after stop() (or a replacement) and fetch for ever
+      retry: { restartOnFailure: () => Promise.resolve(false) },
       sessionTimeout: 30_000,
       heartbeatInterval: 3_000,
       maxWaitTimeInMs: this.o.flushIntervalMs,
@@ -413,10 +414,8 @@ export class Bridge {
       this.o.logger.error('consumer crashed', {
         lane: lane.name,
         error: scrubText(payload.error.message, undefined, 500),
-        restart: payload.restart ? 'kafkajs' : 'bridge',
       });
-      // kafkajs restarts on its own only after retriable errors; any other crash is ours to undo
-      if (!payload.restart) this.scheduleRestart(lane);
+      this.scheduleRestart(lane);
     });
     if (lane.name === 'eventos')
       consumer.on(consumer.events.END_BATCH_PROCESS, ({ payload }) => {
@@ -464,6 +463,12 @@ export class Bridge {
         }
       },
     });
+    // run() resolves after the first join (or its crash): a stop() that came meanwhile waited for
+    // this start (refreshing / restarting), so the consumer it produced is stopped here
+    if (this.stopping || lane.consumer !== consumer) {
+      await consumer.disconnect().catch(() => undefined);
+      return;
+    }
     this.o.logger.info('subscribed', { lane: lane.name, topics });
   }
 

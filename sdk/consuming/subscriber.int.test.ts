@@ -265,6 +265,28 @@ describe('inscrever over the real broker', () => {
     expect(seen).toEqual([next.event_id]); // the first event's offset was committed
   });
 
+  it('a new colony starts at the end once: restarted before its first commit, it resumes there and misses nothing published while it was down', async () => {
+    // A new group starts at the end of each partition. kafkajs keeps that position in memory
+    // until the first commit, so a colony stopped (or crashed) before handling anything used to
+    // start at the end again — of the moment it came back — and never saw what came in between.
+    const bus = await createTestBus();
+    const before = await bus.publicar(categorizada()); // before the colony existed: not for it
+    bus.inscrever('demanda.categorizada', 'D-16', () => undefined);
+    await bus.inscricoesProntas();
+    await bus.encerrar(); // nothing handled, nothing committed by the consumer
+
+    const writer = await createTestBus({ namespace: bus.topics.namespace });
+    const whileDown = await Promise.all([1, 2, 3, 4, 5, 6].map(() => writer.publicar(categorizada())));
+    const again = await createTestBus({ namespace: bus.topics.namespace });
+    const seen: string[] = [];
+    again.inscrever('demanda.categorizada', 'D-16', (x) => void seen.push(x.event_id));
+    await again.inscricoesProntas();
+    const after = await writer.publicar(categorizada());
+    await waitFor(() => seen.includes(after.event_id), { message: 'the event published after the restart' });
+    expect(seen.sort()).toEqual([...whileDown.map((e) => e.event_id), after.event_id].sort());
+    expect(seen).not.toContain(before.event_id);
+  });
+
   it('accepts a later inscrever after boot: once inscricoesProntas resolves, an event published at once is delivered', async () => {
     // The consumer is replaced to add each topic; the one it replaces keeps fetching until it is
     // disconnected, and its fetches once made inscricoesProntas resolve before the new consumer

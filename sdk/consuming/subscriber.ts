@@ -104,6 +104,8 @@ export class ColonySubscriber {
   private ready = false;
   private running = false;
   private closed = false;
+  /** Crashes since the consumer last joined (drives the restart backoff). */
+  private crashes = 0;
   private readonly recent = new Map<string, true>();
   private readonly abort = new AbortController();
 
@@ -136,10 +138,10 @@ export class ColonySubscriber {
    * broker unreachable at boot, say — is retried with backoff until it succeeds or the bus
    * closes, and a later call never waits on a failed one: `syncing` never rejects.
    */
-  private requestSync(): void {
+  private requestSync(delayMs = 0): void {
     this.syncing = this.syncing
       .catch(() => undefined)
-      .then(() => new Promise<void>((r) => setImmediate(r)))
+      .then(() => (delayMs > 0 ? sleep(delayMs, this.abort.signal) : new Promise<void>((r) => setImmediate(r))))
       .then(() => this.syncUntilDone());
   }
 
@@ -196,6 +198,7 @@ export class ColonySubscriber {
     // one admin session: the topics exist, then — once the consumer replaced has committed on its
     // way out — the group's committed offsets: where this consumer resumes (below) and what the
     // retention-gap detector expects at its first join
+    const pins = new Map<string, Map<number, string>>();
     const committed = await withAdmin(this.d.kafka, async (admin) => {
       // the DLQ topic is created at the first dead letter (dlqTopic()): a colony that never fails has none
       await ensureTopics(admin, topics, this.d.topicSettings);
@@ -205,13 +208,26 @@ export class ColonySubscriber {
         this.dlqProducer = producer;
       }
       await this.consumer?.disconnect();
-      return admin.fetchOffsets({ groupId: this.groupId });
+      const offsets = await admin.fetchOffsets({ groupId: this.groupId });
+      // A topic this group never committed on starts at its end — once: that end is read now and
+      // the consumer seeks there when it joins, which commits it (below). kafkajs alone keeps the
+      // position it resolves in memory until the first commit, so a colony restarted before then
+      // (a crash, a redeploy; a type that is rarely published) started at the end again — of
+      // the moment it came back — and never saw what was published in between.
+      const fresh = this.d.fromBeginning
+        ? []
+        : topics.filter((t) => !offsets.some((o) => o.topic === t && o.partitions.some(committedOffset)));
+      for (const topic of fresh)
+        pins.set(topic, new Map((await admin.fetchTopicOffsets(topic)).map((e) => [e.partition, e.high])));
+      return offsets;
     });
     const consumer: Consumer = this.d.kafka.consumer({
       groupId: this.groupId,
       allowAutoTopicCreation: false,
-      // a consumer closed or replaced while kafkajs was about to restart it must stay stopped
-      retry: { restartOnFailure: () => Promise.resolve(!this.closed && this.consumer === consumer) },
+      // every restart is the SDK's (below, awaited by close()): kafkajs's own restarts a crashed
+      // consumer on a timer nobody awaits, and a disconnect while that restart is joining does not
+      // stop the join — the consumer would come back unowned after close() and fetch for ever
+      retry: { restartOnFailure: () => Promise.resolve(false) },
       sessionTimeout: this.d.sessionTimeoutMs,
       heartbeatInterval: Math.min(3_000, Math.floor(this.d.sessionTimeoutMs / 3)),
       maxWaitTimeInMs: 100,
@@ -237,6 +253,16 @@ export class ColonySubscriber {
       joined = true;
       if (this.consumer !== consumer) return;
       this.running = true;
+      this.crashes = 0;
+      // seeks are applied (and, auto-committing, committed) before the first fetch of each partition
+      for (const [topic, partitions] of Object.entries(payload.memberAssignment))
+        for (const partition of partitions) {
+          const offset = pins.get(topic)?.get(partition);
+          if (offset === undefined) continue;
+          pins.get(topic)?.delete(partition);
+          consumer.seek({ topic, partition, offset });
+        }
+      pins.clear(); // a partition another instance took first has that instance's commits: never seek it back
       this.keepLagOf(payload.memberAssignment);
       gaps.joined(payload.memberAssignment);
     });
@@ -257,18 +283,18 @@ export class ColonySubscriber {
     consumer.on(consumer.events.CRASH, ({ payload }) => {
       if (this.consumer !== consumer) return;
       this.running = false;
+      const delay = backoffDelay(++this.crashes, { initialMs: 300, maxMs: 30_000 });
       this.d.metrics.subscriberRestarts.inc({ colonia: this.d.colonia, causa: 'falha' });
       this.d.logger.error('consumer crashed', {
         colonia: this.d.colonia,
         error: scrubText(payload.error.message, undefined, 500),
-        restart: payload.restart ? 'kafkajs' : 'sdk',
+        restart_ms: delay,
       });
-      if (!payload.restart && !this.closed) {
-        // kafkajs gives up on non-retriable errors: subscribe again from scratch
-        this.consumer = undefined;
-        this.subscribedTopics = new Set();
-        this.requestSync();
-      }
+      if (this.closed) return;
+      // subscribe again from scratch after a backoff (crashes in a row double it)
+      this.consumer = undefined;
+      this.subscribedTopics = new Set();
+      this.requestSync(delay);
     });
     consumer.on(consumer.events.FETCH, () => {
       // only this consumer's first fetch: the one it replaces may still fetch until it is
@@ -284,9 +310,7 @@ export class ColonySubscriber {
       // start (only what retention deleted is lost, reported as a retention gap); a topic it never
       // read starts at the end, unless desdeOInicio.
       const resumed = new Set(
-        this.d.fromBeginning
-          ? topics
-          : committed.filter((t) => t.partitions.some((p) => /^\d+$/.test(p.offset))).map((t) => t.topic),
+        this.d.fromBeginning ? topics : committed.filter((t) => t.partitions.some(committedOffset)).map((t) => t.topic),
       );
       const resume = topics.filter((t) => resumed.has(t));
       const fresh = topics.filter((t) => !resumed.has(t));
@@ -296,6 +320,9 @@ export class ColonySubscriber {
         partitionsConsumedConcurrently: this.d.partitionsConcurrently,
         eachMessage: (payload) => this.handle(payload),
       });
+      // run() resolves after the first join (or its crash); close() waited for this sync, so a
+      // consumer it did not see is stopped here
+      if (this.closed) await consumer.disconnect();
     } catch (err) {
       this.consumer = undefined; // the retry starts from scratch
       await consumer.disconnect().catch(() => undefined);
@@ -618,3 +645,5 @@ export class ColonySubscriber {
     this.d.metrics.handlerDuration.observe(labels, Number(process.hrtime.bigint() - t0) / 1e9);
   }
 }
+
+const committedOffset = (p: { offset: string }): boolean => /^\d+$/.test(p.offset);

@@ -182,7 +182,12 @@ describe('faults on the 3-node cluster (RF 3, min.insync.replicas 2)', () => {
     const colony = await createTestDatabase();
     await criarTabelaOutbox(colony.pool, 'f7');
     const b = await createTestBus({ ...clusterBus, publishTimeoutMs, outbox: { schema: 'f7', pool: colony.pool } });
-    await startTestBridge(b, db);
+    const bridge = await startTestBridge(b, db);
+    // a colony consuming through the quorum loss: its consumer crashes and is restarted, and
+    // must still be stoppable (a kafkajs-restarted consumer used to outlive the bus)
+    const handled = new Set<string>();
+    b.inscrever('demanda.categorizada', 'F-7', (e) => void handled.add(e.event_id));
+    await b.inscricoesProntas();
     const relay = await b.iniciarRelayOutbox({ intervaloMs: 100 });
     const acked: string[] = (await b.publicarLote(Array.from({ length: 100 }, categorizada))).map((e) => e.event_id);
     const [n1, n2, n3] = kafkaNodes('cluster');
@@ -292,10 +297,28 @@ describe('faults on the 3-node cluster (RF 3, min.insync.replicas 2)', () => {
       });
       expect(cov.missing).toEqual([]);
       expect(cov.duplicates).toBe(0);
+      await waitFor(() => [...acked, ...outboxed].every((id) => handled.has(id)), {
+        timeoutMs: 120_000,
+        message: 'the colony handled every acknowledged event',
+      });
     } finally {
       await relay.parar();
       for (const n of down) await startKafkaNode(n); // the cluster whole again for what follows
     }
+    // stopped after crashes and restarts: no consumer of the bridge or the colony is left in a group
+    await bridge.stop();
+    await b.encerrar();
+    const groups = [`${b.topics.namespace}-bridge`, `${b.topics.namespace}-bridge.dlq`, b.topics.grupo('F-7')];
+    const { admin } = testKafka();
+    const a = await admin();
+    const members = async () =>
+      (await a.describeGroups(groups)).groups.flatMap((g) => g.members.map((m) => `${g.groupId}: ${m.clientId}`));
+    await waitFor(async () => (await members()).length === 0, {
+      timeoutMs: 60_000, // a member that left without a LeaveGroup expires with its session (30 s)
+      message: 'every consumer left its group',
+    });
+    await new Promise((r) => setTimeout(r, 5_000)); // a consumer restarting unowned would join again
+    expect(await members()).toEqual([]);
   }, 600_000);
 });
 
