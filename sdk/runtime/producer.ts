@@ -19,7 +19,14 @@ import type { Logger } from './logger';
  * rolls every sequence back, so the partitions that were written are now out of step and each
  * later send to them fails with OUT_OF_ORDER_SEQUENCE_NUMBER, for ever. So after any
  * non-retriable failure the session is discarded, and the next send opens a new one (a new
- * producer id, sequences from zero). Retriable failures keep the session.
+ * producer id, sequences from zero). Retriable failures keep the session — except a request
+ * that timed out. kafkajs keeps a connection whose request went unanswered and retries on it; on
+ * a connection the network left half-open (the peer gone, nobody told) every request times out,
+ * for ever. So a timeout discards the session too, and the next send opens new connections
+ * (docs/reliability.md, "Network faults"). kafkajs retries a request once before giving up (not
+ * five times): a dead connection costs two request timeouts, and the caller's own retries
+ * (`publishTimeoutMs`) do the rest. The publisher's sends are serial, so its old session has
+ * settled before the next send: a retried batch never lands after a later one.
  */
 export class SessionProducer {
   private producer: Producer | undefined;
@@ -57,11 +64,15 @@ export class SessionProducer {
     try {
       return await fn(p);
     } catch (err) {
-      if (!isRetriable(err) && this.producer === p) {
+      const timedOut = isRequestTimeout(err);
+      if ((timedOut || !isRetriable(err)) && this.producer === p) {
         this.producer = undefined;
-        this.logger?.warn('producer session discarded after a refused request', {
-          error: (err as Error).message.slice(0, 300),
-        });
+        this.logger?.warn(
+          timedOut
+            ? 'producer session discarded after a request timed out'
+            : 'producer session discarded after a refused request',
+          { error: (err as Error).message.slice(0, 300) },
+        );
         void p.disconnect().catch(() => undefined);
       }
       throw err;
@@ -75,6 +86,7 @@ export class SessionProducer {
       const p = this.kafka.producer({
         idempotent: true,
         maxInFlightRequests: 1,
+        retry: { retries: 1 },
         allowAutoTopicCreation: false,
         createPartitioner: Partitioners.DefaultPartitioner,
       });
@@ -96,4 +108,12 @@ export class SessionProducer {
     })();
     return this.connecting;
   }
+}
+
+/** Whether `err` (or an error it wraps: kafkajs's retrier nests its causes) is a request that timed out. */
+export function isRequestTimeout(err: unknown, depth = 0): boolean {
+  if (!(err instanceof Error) || depth > 5) return false;
+  if (err.name === 'KafkaJSRequestTimeoutError') return true;
+  const e = err as Error & { cause?: unknown; originalError?: unknown };
+  return isRequestTimeout(e.cause, depth + 1) || isRequestTimeout(e.originalError, depth + 1);
 }
