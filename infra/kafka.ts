@@ -10,6 +10,11 @@ import { findJava, runMaven } from './toolchain';
  * Apache Kafka in KRaft mode, run from the jars Maven Central serves (no tarball, no Docker).
  * `single` is one combined broker+controller on 127.0.0.1:9092; `cluster` is three combined
  * nodes on 127.0.0.1:29092-29094 with replication factor 3 and min.insync.replicas=2.
+ *
+ * Every node also has a `PROXIED` listener (`proxiedPort`) that advertises `proxyPort` instead
+ * of its own: a client bootstrapped at the proxy ports reaches every broker through whatever
+ * listens there — the fault tests' TCP proxy (test/harness/fault-proxy.ts, docs/reliability.md).
+ * Nothing listens on `proxyPort` otherwise; clients of `port` never see it.
  */
 export type KafkaTopology = 'single' | 'cluster';
 
@@ -21,6 +26,10 @@ export interface KafkaNode extends ManagedProcess {
   topology: KafkaTopology;
   port: number;
   controllerPort: number;
+  /** Where the broker listens for the PROXIED listener (reached only through the proxy). */
+  proxiedPort: number;
+  /** What the PROXIED listener advertises: the fault proxy's port in front of `proxiedPort`. */
+  proxyPort: number;
   dataDir: string;
   configFile: string;
 }
@@ -37,6 +46,8 @@ export function kafkaNodes(topology: KafkaTopology): KafkaNode[] {
       name: topology === 'single' ? 'kafka' : `kafka-${id}`,
       port: topology === 'single' ? 9092 : 29091 + id,
       controllerPort: topology === 'single' ? 9093 : 29191 + id,
+      proxiedPort: topology === 'single' ? 9094 : 29291 + id,
+      proxyPort: topology === 'single' ? 9095 : 29391 + id,
       dataDir: path.join(dir, 'data'),
       configFile: path.join(dir, 'server.properties'),
       pidFile: path.join(dir, 'kafka.pid'),
@@ -71,9 +82,9 @@ function serverProperties(node: KafkaNode, all: KafkaNode[]): string {
     `node.id=${node.id}`,
     `controller.quorum.voters=${voters}`,
     'controller.listener.names=CONTROLLER',
-    `listeners=PLAINTEXT://127.0.0.1:${node.port},CONTROLLER://127.0.0.1:${node.controllerPort}`,
-    `advertised.listeners=PLAINTEXT://127.0.0.1:${node.port}`,
-    'listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT',
+    `listeners=PLAINTEXT://127.0.0.1:${node.port},CONTROLLER://127.0.0.1:${node.controllerPort},PROXIED://127.0.0.1:${node.proxiedPort}`,
+    `advertised.listeners=PLAINTEXT://127.0.0.1:${node.port},PROXIED://127.0.0.1:${node.proxyPort}`,
+    'listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,PROXIED:PLAINTEXT',
     'inter.broker.listener.name=PLAINTEXT',
     `log.dirs=${node.dataDir}`,
     // Topics are created explicitly by the SDK's admin client, never by a produce or fetch.

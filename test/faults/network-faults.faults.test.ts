@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto';
+import { criarTabelaInbox, isRetriable } from '../../sdk';
 import { SAMPLE_PAYLOADS } from '../../sdk/testing';
 import { createTestDatabase, waitFor } from '../harness';
 import { startTestBridge } from '../harness/bridge';
 import { createTestBus } from '../harness/bus';
-import { FaultProxy } from '../harness/fault-proxy';
-import { clusterBus, logCoverage, report, size } from './scenario';
+import { FaultProxy, proxyKafka } from '../harness/fault-proxy';
+import { clusterBus, createEffects, effectCounts, logCoverage, report, size } from './scenario';
 
 const categorizada = () => ({
   tipo: 'demanda.categorizada',
@@ -84,5 +85,137 @@ describe('network faults between the bridge and PostgreSQL', () => {
     expect(cov.missing).toEqual([]);
     expect(cov.duplicates).toBe(0);
     expect(retries).toBeGreaterThan(0); // the faults were felt, and ridden out
+  }, 900_000);
+});
+
+/**
+ * The same faults between the SDK and the brokers: a publishing bus and an inbox colony reach
+ * the 3 brokers only through one proxy each (the brokers' PROXIED listener advertises the proxy
+ * ports, so metadata leads there too); the bridge reads directly. What must hold: publishers see
+ * only retriable typed errors, each within publishTimeoutMs, never a hang; nothing acknowledged is
+ * lost or duplicated in the log; the colony handles every acknowledged event once; publishing and
+ * consuming resume by themselves after each fault.
+ */
+describe('network faults between the SDK and the brokers', () => {
+  it('9. latency, a blackhole, resets and half-open connections: only retriable errors within publishTimeoutMs, nothing lost, everything resumes', async () => {
+    const publishTimeoutMs = 8_000;
+    const phaseMs = size(12_000, 30_000);
+    const blackholeMs = 30_000; // the issue's 30 s, in both sizes
+    const kafkaNet = await proxyKafka('cluster');
+    const db = await createTestDatabase();
+    const colony = await createTestDatabase();
+    await criarTabelaInbox(colony.pool, 'f9');
+    await createEffects(colony.pool, 'f9');
+    const bus = await createTestBus({ ...clusterBus, brokers: kafkaNet.brokers, publishTimeoutMs });
+    await startTestBridge(bus, db); // straight to the brokers
+    bus.inscrever(
+      'demanda.categorizada',
+      'F-9',
+      async (e, ctx) =>
+        void (await ctx.transacao?.query('INSERT INTO f9.efeitos (event_id) VALUES ($1)', [e.event_id])),
+      { inbox: { pool: colony.pool, schema: 'f9' } },
+    );
+    await bus.inscricoesProntas();
+
+    type Outcome = { at: number; ok: boolean; ms: number; code?: string; retriable?: boolean; message?: string };
+    const outcomes: Outcome[] = [];
+    const acked: string[] = [];
+    let publishing = true;
+    const worker = async (): Promise<void> => {
+      while (publishing) {
+        const t0 = Date.now();
+        try {
+          acked.push((await bus.publicar(categorizada())).event_id);
+          outcomes.push({ at: t0, ok: true, ms: Date.now() - t0 });
+        } catch (err) {
+          const e = err as { code?: string; message: string };
+          outcomes.push({
+            at: t0,
+            ok: false,
+            ms: Date.now() - t0,
+            code: e.code,
+            retriable: isRetriable(err),
+            message: e.message,
+          });
+          await sleep(200);
+        }
+        await sleep(50);
+      }
+    };
+    const workers = Array.from({ length: 4 }, worker);
+    const phases: Array<[string, number, () => void]> = [
+      ['latency 500 ms', phaseMs, () => kafkaNet.each((p) => p.latency(500))],
+      ['blackhole', blackholeMs, () => kafkaNet.each((p) => p.blackhole())],
+      ['connections reset mid-request', phaseMs, () => kafkaNet.each((p) => p.reset())],
+      // long enough for a silent connection to be given up (two request timeouts) before the heal
+      ['half-open connections', Math.max(phaseMs, 3 * publishTimeoutMs), () => kafkaNet.each((p) => p.halfOpen())],
+    ];
+    const seen: string[] = [];
+    let halfOpenRecovered = false;
+    try {
+      await waitFor(() => acked.length > 20, { timeoutMs: 30_000, message: 'publishing through the proxies' });
+      for (const [name, ms, inject] of phases) {
+        const from = outcomes.length;
+        const injectedAt = Date.now();
+        inject();
+        if (name.startsWith('connections reset')) {
+          // resets again and again while requests are in flight
+          const until = Date.now() + ms;
+          while (Date.now() < until) {
+            await sleep(1_000);
+            kafkaNet.each((p) => p.reset());
+          }
+        } else await sleep(ms);
+        kafkaNet.each((p) => p.heal());
+        const healedAt = Date.now();
+        // publishing resumes by itself: a publish begun after the heal succeeds within the deadline
+        await waitFor(() => outcomes.some((o) => o.ok && o.at >= healedAt), {
+          timeoutMs: 60_000,
+          message: `a publish succeeds again after ${name}`,
+        });
+        const during = outcomes.slice(from);
+        // a silent connection costs two request timeouts, then new connections pass, before any heal
+        if (name.startsWith('half-open'))
+          halfOpenRecovered = during.some((o) => o.ok && o.at > injectedAt + publishTimeoutMs && o.at < healedAt);
+        const failed = during.filter((o) => !o.ok);
+        seen.push(
+          `${name}: ${during.length - failed.length} acknowledged, ${failed.length} refused (slowest ${Math.max(0, ...during.map((o) => o.ms))} ms), resumed ${Math.min(...outcomes.filter((o) => o.ok && o.at >= healedAt).map((o) => o.at + o.ms)) - healedAt} ms after the heal`,
+        );
+      }
+    } finally {
+      publishing = false;
+      await Promise.all(workers);
+    }
+    const failed = outcomes.filter((o) => !o.ok);
+    // typed, retriable, within the deadline: never a hang, never a non-retriable error
+    expect(failed.filter((o) => !o.retriable || o.code !== 'BROKER_UNAVAILABLE')).toEqual([]);
+    expect(Math.max(...outcomes.map((o) => o.ms))).toBeLessThan(publishTimeoutMs + 2_000);
+    expect(failed.length).toBeGreaterThan(0); // the blackhole was felt
+    expect(halfOpenRecovered).toBe(true);
+
+    await waitFor(async () => (await logCoverage(db, acked)).inLog === acked.length, {
+      timeoutMs: 180_000,
+      message: 'every acknowledged event in the log',
+    });
+    await waitFor(async () => (await effectCounts(colony.pool, 'f9')).ids.size >= acked.length, {
+      timeoutMs: 180_000,
+      message: 'the colony (through the proxies) handled every acknowledged event',
+    });
+    const cov = await logCoverage(db, acked);
+    const eff = await effectCounts(colony.pool, 'f9');
+    report('9 network faults SDK ↔ brokers', {
+      published: outcomes.length,
+      acknowledged: acked.length,
+      inLog: cov.inLog,
+      duplicatesInLog: cov.duplicates,
+      lost: cov.missing.length,
+      handledOnce: eff.once,
+      handledMoreThanOnce: eff.more,
+      notes: `blackhole ${blackholeMs / 1000} s, other faults ${phaseMs / 1000} s, publishTimeoutMs ${publishTimeoutMs}; ${seen.join('; ')}; ${kafkaNet.connections()} connections through the proxies`,
+    });
+    expect(cov.missing).toEqual([]);
+    expect(cov.duplicates).toBe(0);
+    expect(eff.more).toBe(0);
+    expect(acked.every((id) => eff.ids.has(id))).toBe(true);
   }, 900_000);
 });

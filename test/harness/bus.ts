@@ -1,4 +1,4 @@
-import { EventBus, silentLogger, type OpcoesEventBusEntrada } from '../../sdk';
+import { EventBus, jsonLogger, silentLogger, type OpcoesEventBusEntrada } from '../../sdk';
 import { randomNamespace, registerCleanup, serviceEnv } from './index';
 
 /**
@@ -11,7 +11,10 @@ export async function createTestBus(overrides: Partial<OpcoesEventBusEntrada> = 
     brokers: env.brokers,
     registryUrl: env.registryUrl,
     namespace: randomNamespace(),
-    logger: silentLogger,
+    // FEROMONIOS_TEST_BUS_LOG=1: the SDK's warnings and errors on stderr (debugging a fault test)
+    logger: process.env.FEROMONIOS_TEST_BUS_LOG
+      ? jsonLogger('sdk', 'warn', (l) => process.stderr.write(l + '\n'))
+      : silentLogger,
     topics: { partitions: 3, replicationFactor: -1, retentionMs: 3_600_000 },
     ...overrides,
   });

@@ -1,9 +1,10 @@
 import net from 'node:net';
+import { kafkaNodes, type KafkaTopology } from '../../infra/kafka';
 import { registerCleanup } from './index';
 
 /**
  * A TCP proxy the fault tests control (there is no toxiproxy here): put it between a client and
- * a server (the bridge and PostgreSQL, say) and inject network faults, as opposed to dead
+ * a server (the bridge and PostgreSQL, or the SDK and the brokers with `proxyKafka`) and inject network faults, as opposed to dead
  * processes (docs/reliability.md, "Network faults"):
  * - `latency(ms)`: every chunk, both ways, delivered `ms` late (order kept);
  * - `blackhole()`: nothing is delivered, both ways, on open and new connections — packets
@@ -29,10 +30,14 @@ export class FaultProxy {
     readonly port: number,
   ) {}
 
-  static async start(target: { host: string; port: number }): Promise<FaultProxy> {
+  /** Listens on `port` (a free one by default) and forwards to `target`. */
+  static async start(target: { host: string; port: number }, port = 0): Promise<FaultProxy> {
     const holder: { proxy?: FaultProxy } = {};
     const server = net.createServer((client) => holder.proxy?.accept(client, target));
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject); // a fixed port already taken
+      server.listen(port, '127.0.0.1', resolve);
+    });
     const proxy = new FaultProxy(server, (server.address() as net.AddressInfo).port);
     holder.proxy = proxy;
     registerCleanup(() => proxy.close());
@@ -111,4 +116,27 @@ export class FaultProxy {
     client.on('error', () => undefined);
     server.on('error', () => undefined);
   }
+}
+
+/**
+ * One proxy in front of every broker of a topology, on the ports the brokers' PROXIED listener
+ * advertises (infra/kafka.ts): a client given `brokers` reaches the cluster only through them,
+ * metadata included. `each(fn)` applies a fault (or `heal`) to all of them at once.
+ */
+export async function proxyKafka(topology: KafkaTopology): Promise<{
+  brokers: string[];
+  proxies: FaultProxy[];
+  each(fn: (p: FaultProxy) => void): void;
+  connections(): number;
+}> {
+  const nodes = kafkaNodes(topology);
+  const proxies = await Promise.all(
+    nodes.map((n) => FaultProxy.start({ host: '127.0.0.1', port: n.proxiedPort }, n.proxyPort)),
+  );
+  return {
+    brokers: nodes.map((n) => `127.0.0.1:${n.proxyPort}`),
+    proxies,
+    each: (fn) => proxies.forEach(fn),
+    connections: () => proxies.reduce((n, p) => n + p.connections, 0),
+  };
 }
