@@ -4,7 +4,7 @@
  */
 import { Registry } from 'prom-client';
 import { migrateLatest } from '../migrations';
-import { EventBus, jsonLogger } from '../sdk';
+import { EventBus, busSecurityFromEnv, jsonLogger } from '../sdk';
 import { onShutdown, runMain } from '../sdk/service';
 import { createAuditApp } from './app';
 import { auditDatabasePool, loadAuditConfig } from './config';
@@ -21,6 +21,7 @@ async function main(): Promise<void> {
   const registry = new Registry();
   const bus = new EventBus({
     brokers: cfg.KAFKA_BROKERS,
+    ...busSecurityFromEnv(cfg),
     registryUrl: cfg.SCHEMA_REGISTRY_URL,
     clientId: 'feromonios-audit-api',
     namespace: cfg.FEROMONIOS_TOPIC_NAMESPACE,

@@ -10,6 +10,8 @@ import {
   type SchemaRegistry,
   type TopicNames,
   type TopicSettings,
+  kafkaSecurity,
+  type SegurancaKafka,
 } from '../sdk';
 import {
   EventDecoder,
@@ -49,6 +51,8 @@ import type { BridgeMetrics } from './metrics';
 
 export interface OpcoesBridge {
   brokers: string[];
+  /** TLS/SASL towards the brokers (docs/security.md); absent: plaintext. */
+  seguranca?: SegurancaKafka;
   clientId: string;
   /** Consumer group shared by every instance. */
   groupId: string;
@@ -177,6 +181,7 @@ export class Bridge {
     this.kafka = new Kafka({
       clientId: o.clientId,
       brokers: o.brokers,
+      ...kafkaSecurity(o.seguranca),
       logLevel: logLevel.WARN,
       logCreator: kafkaLogs(o.logger),
       retry: { retries: 10, initialRetryTime: 300, maxRetryTime: 5000 },

@@ -3,7 +3,7 @@
  * Applies pending migrations, then mirrors every event topic into core.event_log until SIGTERM.
  */
 import { migrateLatest } from '../migrations';
-import { jsonLogger } from '../sdk';
+import { jsonLogger, securityFromEnv } from '../sdk';
 import { onShutdown, runMain } from '../sdk/service';
 import { ConfluentSchemaRegistry, SchemaCatalog, TopicNames, defaultTopicSettings } from '../sdk/wire';
 import { Bridge } from './bridge';
@@ -18,12 +18,14 @@ async function main(): Promise<void> {
   const pool = bridgeDatabasePool(cfg.DATABASE_URL, cfg.BRIDGE_DB_QUERY_TIMEOUT_MS);
   pool.on('error', (err) => logger.warn('idle database connection failed', { error: err.message }));
   const metrics = new BridgeMetrics();
+  const security = securityFromEnv(cfg);
   const bridge = new Bridge({
     brokers: cfg.KAFKA_BROKERS,
+    seguranca: security.kafka,
     clientId: `feromonios-bridge-${process.pid}`,
     groupId: cfg.BRIDGE_GROUP_ID,
     pool,
-    registry: new ConfluentSchemaRegistry({ url: cfg.SCHEMA_REGISTRY_URL }),
+    registry: new ConfluentSchemaRegistry({ url: cfg.SCHEMA_REGISTRY_URL, auth: security.registry }),
     catalog: SchemaCatalog.load(),
     topics: new TopicNames(cfg.FEROMONIOS_TOPIC_NAMESPACE),
     topicSettings: defaultTopicSettings,

@@ -1,4 +1,6 @@
 import { Kafka, logLevel } from 'kafkajs';
+import { kafkaSecurity, securityEnv, securityFromEnv } from '../sdk';
+import { readEnv } from '../sdk/service';
 import { ConfluentSchemaRegistry, TopicNames } from '../sdk/wire';
 import { AuditApiClient } from './api-client';
 import { CliError, EXIT } from './exit-codes';
@@ -35,11 +37,22 @@ export class Context {
       .map((b) => b.trim())
       .filter(Boolean);
     if (brokers.length === 0) throw new CliError('no Kafka brokers: set KAFKA_BROKERS or pass --brokers', EXIT.USAGE);
-    return new Kafka({ clientId: 'feromonios-cli', brokers, logLevel: logLevel.NOTHING, retry: { retries: 3 } });
+    return new Kafka({
+      clientId: 'feromonios-cli',
+      brokers,
+      ...kafkaSecurity(this.security().kafka),
+      logLevel: logLevel.NOTHING,
+      retry: { retries: 3 },
+    });
   }
 
   registry(): ConfluentSchemaRegistry {
-    return new ConfluentSchemaRegistry({ url: this.o.registry });
+    return new ConfluentSchemaRegistry({ url: this.o.registry, auth: this.security().registry });
+  }
+
+  /** TLS/SASL and registry credentials, from the same variables as every service (docs/security.md). */
+  private security(): ReturnType<typeof securityFromEnv> {
+    return securityFromEnv(readEnv(securityEnv, process.env));
   }
 
   topics(): TopicNames {

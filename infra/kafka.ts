@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
 import { ROOT, stateDir } from './paths';
+import { testPki } from './tls';
 import { isRunning, type ManagedProcess, sleep, startDetached, stopProcess, waitForLogLine } from './processes';
 import { findJava, runMaven } from './toolchain';
 
@@ -30,6 +31,10 @@ export interface KafkaNode extends ManagedProcess {
   proxiedPort: number;
   /** What the PROXIED listener advertises: the fault proxy's port in front of `proxiedPort`. */
   proxyPort: number;
+  /** SASL_SSL listener: SCRAM-SHA-256/512 and PLAIN over TLS (docs/security.md). */
+  securePort: number;
+  /** SSL listener requiring a client certificate (mutual TLS). */
+  mtlsPort: number;
   dataDir: string;
   configFile: string;
 }
@@ -48,6 +53,8 @@ export function kafkaNodes(topology: KafkaTopology): KafkaNode[] {
       controllerPort: topology === 'single' ? 9093 : 29191 + id,
       proxiedPort: topology === 'single' ? 9094 : 29291 + id,
       proxyPort: topology === 'single' ? 9095 : 29391 + id,
+      securePort: topology === 'single' ? 9096 : 29591 + id,
+      mtlsPort: topology === 'single' ? 9097 : 29691 + id,
       dataDir: path.join(dir, 'data'),
       configFile: path.join(dir, 'server.properties'),
       pidFile: path.join(dir, 'kafka.pid'),
@@ -82,9 +89,10 @@ function serverProperties(node: KafkaNode, all: KafkaNode[]): string {
     `node.id=${node.id}`,
     `controller.quorum.voters=${voters}`,
     'controller.listener.names=CONTROLLER',
-    `listeners=PLAINTEXT://127.0.0.1:${node.port},CONTROLLER://127.0.0.1:${node.controllerPort},PROXIED://127.0.0.1:${node.proxiedPort}`,
-    `advertised.listeners=PLAINTEXT://127.0.0.1:${node.port},PROXIED://127.0.0.1:${node.proxyPort}`,
-    'listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,PROXIED:PLAINTEXT',
+    `listeners=PLAINTEXT://127.0.0.1:${node.port},CONTROLLER://127.0.0.1:${node.controllerPort},PROXIED://127.0.0.1:${node.proxiedPort},SASL_SSL://127.0.0.1:${node.securePort},SSL://127.0.0.1:${node.mtlsPort}`,
+    `advertised.listeners=PLAINTEXT://127.0.0.1:${node.port},PROXIED://127.0.0.1:${node.proxyPort},SASL_SSL://127.0.0.1:${node.securePort},SSL://127.0.0.1:${node.mtlsPort}`,
+    'listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,PROXIED:PLAINTEXT,SASL_SSL:SASL_SSL,SSL:SSL',
+    ...secureListeners(),
     'inter.broker.listener.name=PLAINTEXT',
     `log.dirs=${node.dataDir}`,
     // Topics are created explicitly by the SDK's admin client, never by a produce or fetch.
@@ -111,6 +119,61 @@ function serverProperties(node: KafkaNode, all: KafkaNode[]): string {
     'broker.heartbeat.interval.ms=500',
   ];
   return lines.join('\n') + '\n';
+}
+
+/**
+ * The secure listeners' settings: the test PKI (infra/tls.ts) as PEM key- and truststores,
+ * SCRAM-SHA-256/512 (users created by `ensureScramUsers`) and PLAIN (users in the JAAS line) on
+ * SASL_SSL, a required client certificate on SSL. Brokers talk to each other in PLAINTEXT.
+ */
+function secureListeners(): string[] {
+  const pki = testPki();
+  const plainUsers = Object.entries(pki.users.plain)
+    .map(([user, pw]) => `user_${user}="${pw}"`)
+    .join(' ');
+  return [
+    'ssl.keystore.type=PEM',
+    `ssl.keystore.location=${pki.brokerKeystoreFile}`,
+    'ssl.truststore.type=PEM',
+    `ssl.truststore.location=${pki.caFile}`,
+    'listener.name.ssl.ssl.client.auth=required',
+    'listener.name.sasl_ssl.sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512,PLAIN',
+    'listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;',
+    'listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;',
+    `listener.name.sasl_ssl.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required ${plainUsers};`,
+  ];
+}
+
+/**
+ * Creates the test SCRAM users (both mechanisms) through the PLAINTEXT listener with Kafka's own
+ * ConfigCommand — once per set of users: a marker in the data directory remembers it.
+ */
+export function ensureScramUsers(topology: KafkaTopology): void {
+  const pki = testPki();
+  const marker = stateDir('kafka', topology, 'scram-users.json');
+  const wanted = JSON.stringify(pki.users.scram);
+  if (fs.existsSync(marker) && fs.readFileSync(marker, 'utf8') === wanted) return;
+  const java = findJava(17);
+  const [first] = kafkaNodes(topology);
+  if (!first) throw new Error(`no node in topology ${topology}`);
+  for (const [user, pw] of Object.entries(pki.users.scram))
+    for (const mechanism of ['SCRAM-SHA-256', 'SCRAM-SHA-512']) {
+      // one mechanism per request (the broker refuses two changes of one user in one request)
+      const args = ['--alter', '--add-config', `${mechanism}=[iterations=4096,password=${pw}]`];
+      try {
+        execFileSync(
+          java,
+          ['-cp', `${LIBS_DIR}/*`, 'kafka.admin.ConfigCommand', '--bootstrap-server', `127.0.0.1:${first.port}`]
+            .concat(args)
+            .concat(['--entity-type', 'users', '--entity-name', user]),
+          { stdio: ['ignore', 'ignore', 'pipe'] },
+        );
+      } catch (err) {
+        const stderr = String((err as { stderr?: Buffer }).stderr ?? '').replaceAll(pw, '***');
+        throw new Error(`creating the SCRAM user ${user} (${mechanism}) failed:\n${stderr.slice(0, 2000)}`);
+      }
+    }
+  fs.writeFileSync(marker, wanted, { mode: 0o600 });
 }
 
 const LOG4J2 = `Configuration:
@@ -173,6 +236,7 @@ export async function startKafka(topology: KafkaTopology): Promise<string[]> {
   const nodes = kafkaNodes(topology);
   await Promise.all(nodes.map((n) => startKafkaNode(n)));
   await waitForCluster(brokersOf(topology), nodes.length);
+  ensureScramUsers(topology);
   return brokersOf(topology);
 }
 

@@ -6,7 +6,7 @@
 import pg from 'pg';
 import { COLONY_SCHEMA_RE } from '../sdk/wire';
 import { connectionEnv, env, readEnv, onShutdown, runMain } from '../sdk/service';
-import { EventBus, jsonLogger } from '../sdk';
+import { EventBus, busSecurityFromEnv, jsonLogger } from '../sdk';
 
 /** Every variable the relay process reads (`DATABASE_URL` is the colony's database here). */
 export const outboxRelayEnv = {
@@ -33,6 +33,7 @@ async function main(): Promise<void> {
   pool.on('error', (err) => logger.warn('idle database connection failed', { error: err.message }));
   const bus = new EventBus({
     brokers: cfg.KAFKA_BROKERS,
+    ...busSecurityFromEnv(cfg),
     registryUrl: cfg.SCHEMA_REGISTRY_URL,
     namespace: cfg.FEROMONIOS_TOPIC_NAMESPACE,
     clientId: `feromonios-outbox-relay-${cfg.OUTBOX_SCHEMA}`,

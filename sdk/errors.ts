@@ -25,6 +25,8 @@ export const ERROR_CODES = [
   'SCHEMA_INCOMPATIBLE',
   'BROKER_UNAVAILABLE',
   'BROKER_REJECTED',
+  'BROKER_AUTHENTICATION',
+  'BROKER_AUTHORIZATION',
   'WIRE_FORMAT',
   'DATABASE_UNAVAILABLE',
   'HANDLER_FAILED',
@@ -142,6 +144,119 @@ export class BrokerRejectedError extends FeromoniosError {
   }
 }
 
+/**
+ * The brokers refused who we are or what we asked (docs/security.md): `BROKER_AUTHENTICATION`
+ * for a SASL failure or a TLS handshake that cannot succeed (an untrusted or expired
+ * certificate, a name mismatch), `BROKER_AUTHORIZATION` for an ACL that denies the topic, the
+ * group or the cluster action. Not retriable: waiting does not fix a credential. `causa` says
+ * which; the message names the broker's or TLS's reason, never a secret.
+ */
+export class BrokerSecurityError extends FeromoniosError {
+  override name = 'BrokerSecurityError';
+  constructor(
+    code: 'BROKER_AUTHENTICATION' | 'BROKER_AUTHORIZATION',
+    readonly causa: CausaSeguranca,
+    message: string,
+    cause?: unknown,
+  ) {
+    super(code, message, { retriable: false, cause });
+  }
+}
+
+/**
+ * Why the brokers refused: `sasl` (credentials), `tls-untrusted` / `tls-expired` /
+ * `tls-hostname` (the broker's certificate, as this client judged it), `tls-client-certificate`
+ * (the broker refused ours), `tls-handshake` (any other TLS failure), `topic` / `group` /
+ * `cluster` (an ACL denied that resource).
+ */
+export type CausaSeguranca =
+  | 'sasl'
+  | 'tls-untrusted'
+  | 'tls-expired'
+  | 'tls-hostname'
+  | 'tls-client-certificate'
+  | 'tls-handshake'
+  | 'topic'
+  | 'group'
+  | 'cluster';
+
+const TLS_UNTRUSTED = new Set([
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'CERT_UNTRUSTED',
+  'CERT_SIGNATURE_FAILURE',
+]);
+const AUTHORIZATION: Record<string, CausaSeguranca> = {
+  TOPIC_AUTHORIZATION_FAILED: 'topic',
+  GROUP_AUTHORIZATION_FAILED: 'group',
+  CLUSTER_AUTHORIZATION_FAILED: 'cluster',
+  TRANSACTIONAL_ID_AUTHORIZATION_FAILED: 'cluster',
+};
+
+/**
+ * The security failure `err` is, looking through kafkajs's wrappers (its retrier nests the
+ * cause), or `undefined`. kafkajs marks TLS failures as retriable connection errors; they are not.
+ */
+export function brokerSecurityFailure(err: unknown, depth = 0): BrokerSecurityError | undefined {
+  if (!(err instanceof Error) || depth > 5) return undefined;
+  if (err instanceof BrokerSecurityError) return err;
+  const e = err as Error & { code?: unknown; type?: unknown; cause?: unknown; originalError?: unknown };
+  const code = typeof e.code === 'string' ? e.code : undefined;
+  if (e.name === 'KafkaJSSASLAuthenticationError')
+    return new BrokerSecurityError(
+      'BROKER_AUTHENTICATION',
+      'sasl',
+      `broker refused the credentials: ${e.message}`,
+      err,
+    );
+  if (code && TLS_UNTRUSTED.has(code))
+    return new BrokerSecurityError(
+      'BROKER_AUTHENTICATION',
+      'tls-untrusted',
+      `broker certificate not trusted (${code}): give the CA that signed it (seguranca.tls.ca, KAFKA_TLS_CA_FILE)`,
+      err,
+    );
+  if (code === 'CERT_HAS_EXPIRED' || code === 'CERT_NOT_YET_VALID')
+    return new BrokerSecurityError(
+      'BROKER_AUTHENTICATION',
+      'tls-expired',
+      `broker certificate not valid now (${code})`,
+      err,
+    );
+  if (code === 'ERR_TLS_CERT_ALTNAME_INVALID')
+    return new BrokerSecurityError(
+      'BROKER_AUTHENTICATION',
+      'tls-hostname',
+      `broker certificate is for another name: ${e.message}`,
+      err,
+    );
+  if (
+    code &&
+    /^ERR_SSL_.*ALERT_(CERTIFICATE_(UNKNOWN|EXPIRED|REVOKED|REQUIRED)|BAD_CERTIFICATE|UNKNOWN_CA)$/.test(code)
+  )
+    return new BrokerSecurityError(
+      'BROKER_AUTHENTICATION',
+      'tls-client-certificate',
+      `the broker refused the client certificate (${code}): expired, revoked, missing or signed by a CA the broker does not trust (seguranca.tls.cert, KAFKA_TLS_CERT_FILE)`,
+      err,
+    );
+  if (code?.startsWith('ERR_SSL_'))
+    return new BrokerSecurityError(
+      'BROKER_AUTHENTICATION',
+      'tls-handshake',
+      `TLS handshake with the broker failed (${code})`,
+      err,
+    );
+  const type = typeof e.type === 'string' ? e.type : undefined;
+  const authz = type ? AUTHORIZATION[type] : undefined;
+  if (type && authz)
+    return new BrokerSecurityError('BROKER_AUTHORIZATION', authz, `broker denied it (${type}): ${e.message}`, err);
+  return brokerSecurityFailure(e.cause, depth + 1) ?? brokerSecurityFailure(e.originalError, depth + 1);
+}
+
 export class WireFormatError extends FeromoniosError {
   override name = 'WireFormatError';
   constructor(
@@ -189,6 +304,7 @@ const RETRIABLE_NET = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE
 
 export function isRetriable(err: unknown): boolean {
   if (err instanceof FeromoniosError) return err.retriable;
+  if (brokerSecurityFailure(err)) return false; // a credential or a certificate: waiting does not help
   const e = err as { code?: unknown; retriable?: unknown; message?: unknown } | null;
   if (!e) return false;
   if (typeof e.code === 'string' && (RETRIABLE_PG.has(e.code) || RETRIABLE_NET.has(e.code))) return true;

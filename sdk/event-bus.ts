@@ -1,4 +1,5 @@
 import { kafkaLogs } from './runtime/kafka-logs';
+import { kafkaSecurity } from './runtime/connection-security';
 import { Kafka, logLevel as kafkaLogLevel } from 'kafkajs';
 import { SchemaCatalog } from './catalog/catalog';
 import type { Barramento, EventoConsultado, PublicarEventoDto } from './contract';
@@ -86,6 +87,7 @@ export class EventBus implements Barramento {
       o.registry ??
       new ConfluentSchemaRegistry({
         url: o.registryUrl ?? '',
+        auth: o.registryAuth,
         timeoutMs: o.registryTimeoutMs,
         retries: o.registryRetries,
       });
@@ -93,6 +95,7 @@ export class EventBus implements Barramento {
     this.kafka = new Kafka({
       clientId: o.clientId,
       brokers: o.brokers,
+      ...kafkaSecurity(o.seguranca),
       connectionTimeout: 3000,
       requestTimeout: Math.max(1000, o.publishTimeoutMs),
       retry: { initialRetryTime: 100, maxRetryTime: 1000, retries: 5 },

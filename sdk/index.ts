@@ -24,16 +24,30 @@ export {
   RegistryError,
   BrokerError,
   BrokerRejectedError,
+  BrokerSecurityError,
+  brokerSecurityFailure,
   WireFormatError,
   ConfirmationTimeoutError,
   HandlerTimeoutError,
   ThrottledError,
   isRetriable,
+  type CausaSeguranca,
   type ErrorCode,
   type PublishStep,
 } from './errors';
 export { MAX_PAYLOAD_BYTES } from './wire/wire-format';
 export { jsonLogger, silentLogger, type Logger, type LogFields, type LogLevel } from './runtime/logger';
+export {
+  busSecurityFromEnv,
+  kafkaSecurity,
+  securityEnv,
+  securityFromEnv,
+  type SaslCliente,
+  type SecurityEnv,
+  type SegurancaKafka,
+  type SegurancaRegistry,
+  type TlsCliente,
+} from './runtime/connection-security';
 export {
   MAX_MANIPULADORES_POR_TIPO,
   defaultOpcoesInscricao,

@@ -3,6 +3,7 @@ import type { Registry } from 'prom-client';
 import { COLONY_SCHEMA_RE } from './catalog/colony-schema';
 import { ConfigError } from './errors';
 import type { Logger } from './runtime/logger';
+import type { SegurancaKafka, SegurancaRegistry } from './runtime/connection-security';
 import type { SchemaRegistry } from './catalog/registry';
 import { defaultTopicSettings, type TopicSettings } from './wire/topics';
 
@@ -14,6 +15,13 @@ export interface OpcoesEventBus {
   registryUrl?: string;
   /** A registry port of your own (tests, other registries). */
   registry?: SchemaRegistry;
+  /**
+   * TLS and SASL towards the brokers (docs/security.md): `{ tls: { ca }, sasl: { mechanism:
+   * 'scram-sha-512', username, password } }`. Absent: plaintext, no credentials.
+   */
+  seguranca?: SegurancaKafka;
+  /** Basic-auth credentials of the schema registry (ignored when `registry` is given). */
+  registryAuth?: SegurancaRegistry;
   /** Kafka client id, shown in broker logs and quotas. */
   clientId: string;
   /** Prefix of every topic name (docs/topics.md). */

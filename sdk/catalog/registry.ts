@@ -24,6 +24,11 @@ export interface OpcoesRegistroConfluent {
   timeoutMs?: number;
   /** Retries of a retriable failure (network, 408/425/429/5xx). */
   retries?: number;
+  /**
+   * Basic-auth credentials (Confluent Cloud's API key and secret, Redpanda's SASL user). A URL
+   * with `user:password@` gives them too; they are taken out of it, so errors never show them.
+   */
+  auth?: { username: string; password: string };
 }
 
 const CONTENT_TYPE = 'application/vnd.schemaregistry.v1+json';
@@ -33,9 +38,13 @@ export class ConfluentSchemaRegistry implements SchemaRegistry {
   private readonly url: string;
   private readonly timeoutMs: number;
   private readonly retries: number;
+  private readonly authorization: string | undefined;
 
   constructor(options: OpcoesRegistroConfluent) {
-    this.url = options.url.replace(/\/+$/, '');
+    const { url, auth } = withoutCredentials(options.url);
+    this.url = url.replace(/\/+$/, '');
+    const a = options.auth ?? auth;
+    this.authorization = a ? `Basic ${Buffer.from(`${a.username}:${a.password}`).toString('base64')}` : undefined;
     this.timeoutMs = options.timeoutMs ?? 3000;
     this.retries = options.retries ?? 2;
   }
@@ -107,7 +116,11 @@ export class ConfluentSchemaRegistry implements SchemaRegistry {
       try {
         res = await fetch(`${this.url}${path}`, {
           method,
-          headers: { 'content-type': CONTENT_TYPE, accept: CONTENT_TYPE },
+          headers: {
+            'content-type': CONTENT_TYPE,
+            accept: CONTENT_TYPE,
+            ...(this.authorization ? { authorization: this.authorization } : {}),
+          },
           body: body === undefined ? undefined : JSON.stringify(body),
           signal: AbortSignal.timeout(this.timeoutMs),
         });
@@ -157,4 +170,19 @@ function confluentErrorCode(body: string): number | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** Splits `https://user:pass@host/…` into the URL without them and the credentials. */
+function withoutCredentials(raw: string): { url: string; auth?: { username: string; password: string } } {
+  let u: URL;
+  try {
+    u = new URL(raw);
+  } catch {
+    return { url: raw };
+  }
+  if (!u.username && !u.password) return { url: raw };
+  const auth = { username: decodeURIComponent(u.username), password: decodeURIComponent(u.password) };
+  u.username = '';
+  u.password = '';
+  return { url: u.toString(), auth };
 }

@@ -3,7 +3,14 @@ import { backoffDelay, sleep } from '../runtime/retry';
 import type { Span } from '@opentelemetry/api';
 import { type Kafka, type Message, type PartitionMetadata, Partitioners, type RecordMetadata } from 'kafkajs';
 import type { EventoConsultado, PosicaoKafka, PublicarEventoDto } from '../contract';
-import { BrokerError, BrokerRejectedError, FeromoniosError, isRetriable, PublishValidationError } from '../errors';
+import {
+  BrokerError,
+  BrokerRejectedError,
+  brokerSecurityFailure,
+  FeromoniosError,
+  isRetriable,
+  PublishValidationError,
+} from '../errors';
 import type { Logger } from '../runtime/logger';
 import type { SdkMetrics } from '../runtime/metrics';
 import type { SchemaCatalog } from '../catalog/catalog';
@@ -308,6 +315,8 @@ export class Publisher {
       return await Promise.race([fn(), deadline]);
     } catch (err) {
       if (err instanceof FeromoniosError) throw err;
+      const security = brokerSecurityFailure(err);
+      if (security) throw security;
       if (!isRetriable(err)) throw new BrokerRejectedError(`broker refused the record: ${(err as Error).message}`, err);
       throw new BrokerError(`broker unavailable: ${(err as Error).message}`, err);
     } finally {

@@ -1,3 +1,4 @@
+import { securityEnv } from '../runtime/connection-security';
 import { env } from './env';
 
 /** Variables every Feromônios process reads to reach the platform's services. */
@@ -24,4 +25,6 @@ export const connectionEnv = {
     default: 'info',
     doc: 'Minimum log level.',
   }),
+  // TLS/SASL towards the brokers, basic auth for the registry (docs/security.md)
+  ...securityEnv,
 };

@@ -3,7 +3,13 @@
  * its variables as a spec; a missing or malformed one fails start-up with an error naming
  * the variable and the expected form, e.g.
  * `KAFKA_BROKERS: expected a comma-separated list of host:port, got "localhost"`.
+ *
+ * Secrets (`env.secret`, `secret: true`) are never quoted back — an error says how long the
+ * value was, not what it was — and each may come from a file instead: `NAME_FILE=/run/secrets/x`
+ * (a mounted Kubernetes or Docker secret; one trailing newline is dropped). Setting both `NAME`
+ * and `NAME_FILE` is an error, as is a file that cannot be read.
  */
+import fs from 'node:fs';
 import { ConfigError } from '../errors';
 
 export interface EnvVar<T> {
@@ -13,6 +19,8 @@ export interface EnvVar<T> {
   default?: T;
   /** One line for `.env.example`. */
   doc: string;
+  /** A secret: never quoted in errors, and readable from `NAME_FILE`. */
+  secret?: boolean;
   parse(raw: string): T | undefined;
 }
 
@@ -26,14 +34,30 @@ export function readEnv<S extends EnvSpec>(
   const out: Record<string, unknown> = {};
   const problems: string[] = [];
   for (const [name, v] of Object.entries(spec)) {
-    const raw = env[name];
+    let raw = env[name];
+    const file = v.secret ? env[`${name}_FILE`] : undefined;
+    if (file !== undefined && file.trim() !== '') {
+      if (raw !== undefined && raw.trim() !== '') {
+        problems.push(`${name}: set either ${name} or ${name}_FILE, not both`);
+        continue;
+      }
+      try {
+        raw = fs.readFileSync(file.trim(), 'utf8').replace(/\r?\n$/, '');
+      } catch (err) {
+        problems.push(
+          `${name}_FILE: cannot read ${JSON.stringify(file.trim())} (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
+        );
+        continue;
+      }
+    }
     if (raw === undefined || raw.trim() === '') {
       if (v.default === undefined) problems.push(`${name}: required, expected ${v.form}`);
       else out[name] = v.default;
       continue;
     }
-    const parsed = v.parse(raw.trim());
-    if (parsed === undefined) problems.push(`${name}: expected ${v.form}, got ${JSON.stringify(raw)}`);
+    const parsed = v.parse(v.secret ? raw : raw.trim());
+    const shown = v.secret ? `a value of ${raw.length} characters` : JSON.stringify(raw);
+    if (parsed === undefined) problems.push(`${name}: expected ${v.form}, got ${shown}`);
     else out[name] = parsed;
   }
   if (problems.length > 0) throw new ConfigError(`invalid configuration: ${problems.join('; ')}`, problems);
@@ -50,6 +74,7 @@ export const env = {
   }),
   secret: (o: Opt<string> & { minLength: number }): EnvVar<string> => ({
     form: `a secret of at least ${o.minLength} characters`,
+    secret: true,
     ...o,
     parse: (raw) => (raw.length >= o.minLength ? raw : undefined),
   }),
@@ -112,7 +137,9 @@ export const env = {
 export function renderEnvExample(title: string, spec: EnvSpec): string {
   const lines = [`# --- ${title} ---`];
   for (const [name, v] of Object.entries(spec)) {
-    lines.push(`# ${v.doc} Form: ${v.form}.${v.default === undefined ? ' Required.' : ''}`);
+    lines.push(
+      `# ${v.doc} Form: ${v.form}.${v.default === undefined ? ' Required.' : ''}${v.secret ? ` Or ${name}_FILE: a file holding it.` : ''}`,
+    );
     const d = v.default;
     lines.push(
       `${d === undefined ? '# ' : ''}${name}=${Array.isArray(d) ? d.join(',') : typeof d === 'string' || typeof d === 'number' || typeof d === 'boolean' ? String(d) : ''}`,

@@ -1,3 +1,6 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { ConfigError } from '../errors';
 import { env, readEnv } from './env';
 import { connectionEnv } from './config';
@@ -42,5 +45,46 @@ describe('environment configuration', () => {
     for (const bad of ['1.5', 'abc', '11', '-1'])
       expect(() => readEnv(spec, { N: bad })).toThrow(/^invalid configuration: N:/);
     expect(readEnv(spec, { N: '10' }).N).toBe(10);
+  });
+
+  describe('secrets', () => {
+    const spec = { KEY: env.secret({ minLength: 8, doc: 'k' }) };
+    const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'fero-env-'));
+    afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
+
+    it('never quotes a secret back, only its length', () => {
+      let message = '';
+      try {
+        readEnv(spec, { KEY: 'hunter2' });
+      } catch (err) {
+        message = (err as Error).message;
+      }
+      expect(message).toBe(
+        'invalid configuration: KEY: expected a secret of at least 8 characters, got a value of 7 characters',
+      );
+      expect(message).not.toContain('hunter2');
+    });
+
+    it('reads NAME_FILE (one trailing newline dropped), refuses both set and an unreadable file', () => {
+      const file = path.join(tmp, 'key');
+      fs.writeFileSync(file, 'a-mounted-secret-value\n');
+      expect(readEnv(spec, { KEY_FILE: file }).KEY).toBe('a-mounted-secret-value');
+      expect(() => readEnv(spec, { KEY: 'x'.repeat(8), KEY_FILE: file })).toThrow(
+        'KEY: set either KEY or KEY_FILE, not both',
+      );
+      expect(() => readEnv(spec, { KEY_FILE: path.join(tmp, 'missing') })).toThrow(
+        /KEY_FILE: cannot read ".*missing" \(ENOENT\)/,
+      );
+      // a file too short is judged like the variable, without quoting it
+      fs.writeFileSync(file, 'short');
+      expect(() => readEnv(spec, { KEY_FILE: file })).toThrow(
+        'KEY: expected a secret of at least 8 characters, got a value of 5 characters',
+      );
+    });
+
+    it('ignores NAME_FILE for variables that are not secrets', () => {
+      const plain = { N: env.int({ default: 3, doc: 'n' }) };
+      expect(readEnv(plain, { N_FILE: '/nonexistent' }).N).toBe(3);
+    });
   });
 });

@@ -7,10 +7,13 @@
  *   const ns = randomNamespace();                   // topic namespace of this file
  *   await waitFor(() => received.length === 3);     // no fixed sleeps
  */
+import fs from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { Kafka, logLevel, type Admin, type Consumer, type KafkaMessage, type Producer } from 'kafkajs';
 import pg from 'pg';
 import type { Registry } from 'prom-client';
+import { kafkaNodes } from '../../infra/kafka';
+import { testPki } from '../../infra/tls';
 import { partitionCounts, withAdmin } from '../../sdk/wire';
 
 export interface ServiceEnv {
@@ -258,4 +261,29 @@ export async function metricValue(
     Object.entries(labels).every(([k, l]) => String(v.labels[k]) === l),
   );
   return matching.length === 0 ? undefined : matching.reduce((n, v) => n + v.value, 0);
+}
+
+/**
+ * The local brokers' secure listeners (infra/kafka.ts) and the test PKI and SASL users
+ * (infra/tls.ts): SASL_SSL (SCRAM-SHA-256/512, PLAIN) and SSL with a required client certificate.
+ */
+export function secureKafka(): {
+  saslSsl: string[];
+  mtls: string[];
+  pki: ReturnType<typeof testPki>;
+  pem(file: string): string;
+} {
+  const topology = process.env.FEROMONIOS_KAFKA_TOPOLOGY === 'cluster' ? 'cluster' : 'single';
+  const nodes = kafkaNodes(topology);
+  const local = nodes.map((n) => `127.0.0.1:${n.port}`).join(',');
+  if (serviceEnv().brokers.join(',') !== local)
+    throw new Error(
+      `the secure listeners are the local ${topology} brokers' (${local}); KAFKA_BROKERS points elsewhere`,
+    );
+  return {
+    saslSsl: nodes.map((n) => `127.0.0.1:${n.securePort}`),
+    mtls: nodes.map((n) => `127.0.0.1:${n.mtlsPort}`),
+    pki: testPki(),
+    pem: (file) => fs.readFileSync(file, 'utf8'),
+  };
 }
