@@ -125,6 +125,8 @@ interface Lane {
   restartTimer?: NodeJS.Timeout;
   /** A restart the timer began: `stop()` waits for it, or its consumer would outlive the bridge. */
   restarting?: Promise<void>;
+  /** The last start of this lane: starts run one after the other, never side by side. */
+  starting?: Promise<void>;
   handle(consumer: Consumer, batch: Batch, ctl: BatchControl): Promise<void>;
 }
 
@@ -171,6 +173,8 @@ export class Bridge {
   private stopping = false;
   private lastDbOk = false;
   private readonly sequencer: Sequencer;
+  /** Every consumer created and not yet disconnected (stop() disconnects them all). */
+  private readonly consumers = new Set<Consumer>();
   /** Per lane/topic/partition: the lag after the last committed chunk, and when. */
   private readonly progress = new Map<
     string,
@@ -254,6 +258,10 @@ export class Bridge {
     await this.refreshing;
     await Promise.all(this.lanes.map((l) => l.restarting ?? Promise.resolve()));
     await Promise.all(this.lanes.map((l) => (l.consumer ? l.consumer.disconnect() : Promise.resolve())));
+    // any consumer a lane lost track of (none should be): disconnected, and said so
+    const strays = [...this.consumers];
+    if (strays.length > 0) this.o.logger.warn('consumers left behind, disconnected at stop', { count: strays.length });
+    await Promise.all(strays.map((c) => c.disconnect().catch(() => undefined)));
     await this.sequencer.stop();
     await this.producer?.close();
     await this.admin?.disconnect();
@@ -344,14 +352,23 @@ export class Bridge {
     for (const lane of this.lanes) {
       const topics = all.filter((t) => lane.pattern.test(t));
       if (topics.length === 0 || (lane.consumer && topics.every((t) => lane.subscribed.has(t)))) continue;
+      // a lane being restarted has no consumer for a moment: the restart brings it back, and a
+      // second start beside it would leave one of the two consumers running unowned
+      if (lane.restartTimer || lane.restarting) continue;
       await this.startLane(lane, topics);
     }
     await this.checkDatabase(); // readiness follows the database, not the consumer's existence
     this.health(); // keeps the stalled-partitions gauge current between probes
   }
 
-  /** (Re)creates a lane's consumer on `topics`; a crash it cannot recover from schedules a restart. */
-  private async startLane(lane: Lane, topics: string[], planned = true): Promise<void> {
+  /** (Re)creates a lane's consumer on `topics`, one start at a time per lane; a crash schedules a restart. */
+  private startLane(lane: Lane, topics: string[], planned = true): Promise<void> {
+    const run = (lane.starting ?? Promise.resolve()).then(() => this.startLaneNow(lane, topics, planned));
+    lane.starting = run.catch(() => undefined);
+    return run;
+  }
+
+  private async startLaneNow(lane: Lane, topics: string[], planned: boolean): Promise<void> {
     clearTimeout(lane.restartTimer);
     lane.restartTimer = undefined;
     const previous = lane.consumer;
@@ -437,6 +454,8 @@ export class Bridge {
           }),
         );
       });
+    this.consumers.add(consumer);
+    consumer.on(consumer.events.DISCONNECT, () => this.consumers.delete(consumer));
     lane.consumer = consumer; // before connecting: the events above belong to this consumer
     lane.subscribed = new Set(topics);
     try {

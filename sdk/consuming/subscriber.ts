@@ -104,6 +104,10 @@ export class ColonySubscriber {
   private ready = false;
   private running = false;
   private closed = false;
+  /** Topics a consumer of this instance has started on (their start is pinned already). */
+  private readonly started = new Set<string>();
+  /** Every consumer created and not yet disconnected (close() disconnects them all). */
+  private readonly consumers = new Set<Consumer>();
   /** Crashes since the consumer last joined (drives the restart backoff). */
   private crashes = 0;
   private readonly recent = new Map<string, true>();
@@ -184,6 +188,14 @@ export class ColonySubscriber {
     this.abort.abort();
     await this.syncing.catch(() => undefined);
     await this.consumer?.disconnect(); // waits for the message in hand
+    // any consumer a restart lost track of (none should be): disconnected, and said so
+    const strays = [...this.consumers];
+    if (strays.length > 0)
+      this.d.logger.warn('consumers left behind, disconnected at close', {
+        colonia: this.d.colonia,
+        count: strays.length,
+      });
+    await Promise.all(strays.map((c) => c.disconnect().catch(() => undefined)));
     await this.dlqProducer?.close();
     this.keepLagOf({}); // a closed bus reports no partition
   }
@@ -214,9 +226,14 @@ export class ColonySubscriber {
       // position it resolves in memory until the first commit, so a colony restarted before then
       // (a crash, a redeploy; a type that is rarely published) started at the end again — of
       // the moment it came back — and never saw what was published in between.
+      // Only a topic this instance has not started on yet: a restart after a crash trusts
+      // kafkajs's own reading of the committed offsets, never this one (a coordinator moving
+      // under a network fault can answer "none" for a while, and a seek would then skip ahead).
       const fresh = this.d.fromBeginning
         ? []
-        : topics.filter((t) => !offsets.some((o) => o.topic === t && o.partitions.some(committedOffset)));
+        : topics.filter(
+            (t) => !this.started.has(t) && !offsets.some((o) => o.topic === t && o.partitions.some(committedOffset)),
+          );
       for (const topic of fresh)
         pins.set(topic, new Map((await admin.fetchTopicOffsets(topic)).map((e) => [e.partition, e.high])));
       return offsets;
@@ -237,6 +254,8 @@ export class ColonySubscriber {
     // after resolving): declaring ready at GROUP_JOIN would let an event published right after
     // `inscricoesProntas()` fall before that starting point and never be delivered.
     let joined = false;
+    this.consumers.add(consumer);
+    consumer.on(consumer.events.DISCONNECT, () => this.consumers.delete(consumer));
     this.consumer = consumer; // before connecting: the events below belong to this consumer
     this.running = false;
     this.ready = false;
@@ -329,6 +348,7 @@ export class ColonySubscriber {
       throw err;
     }
     this.subscribedTopics = new Set(topics);
+    for (const t of topics) this.started.add(t);
   }
 
   /** Partitions whose lag this instance exports (its assignment): `topic\u0000partition`. */

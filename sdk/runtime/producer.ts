@@ -23,10 +23,10 @@ import type { Logger } from './logger';
  * that timed out. kafkajs keeps a connection whose request went unanswered and retries on it; on
  * a connection the network left half-open (the peer gone, nobody told) every request times out,
  * for ever. So a timeout discards the session too, and the next send opens new connections
- * (docs/reliability.md, "Network faults"). kafkajs retries a request once before giving up (not
- * five times): a dead connection costs two request timeouts, and the caller's own retries
- * (`publishTimeoutMs`) do the rest. The publisher's sends are serial, so its old session has
- * settled before the next send: a retried batch never lands after a later one.
+ * (docs/reliability.md, "Network faults"): a dead connection costs kafkajs's retries of one
+ * request. Those retries stay (five): kafkajs re-sends only the partitions that failed, while a
+ * whole-batch retry above it re-sends the partitions already written too — duplicates, and a
+ * batch's first copies out of order across partitions (fault scenario 7 caught it with one).
  */
 export class SessionProducer {
   private producer: Producer | undefined;
@@ -86,7 +86,6 @@ export class SessionProducer {
       const p = this.kafka.producer({
         idempotent: true,
         maxInFlightRequests: 1,
-        retry: { retries: 1 },
         allowAutoTopicCreation: false,
         createPartitioner: Partitioners.DefaultPartitioner,
       });

@@ -313,9 +313,10 @@ describe('faults on the 3-node cluster (RF 3, min.insync.replicas 2)', () => {
     const a = await admin();
     const members = async () =>
       (await a.describeGroups(groups)).groups.flatMap((g) => g.members.map((m) => `${g.groupId}: ${m.clientId}`));
-    await waitFor(async () => (await members()).length === 0, {
+    let left: string[] = [];
+    await waitFor(async () => (left = await members()).length === 0, {
       timeoutMs: 60_000, // a member that left without a LeaveGroup expires with its session (30 s)
-      message: 'every consumer left its group',
+      message: () => `every consumer left its group (still there: ${left.join(', ')})`,
     });
     await new Promise((r) => setTimeout(r, 5_000)); // a consumer restarting unowned would join again
     expect(await members()).toEqual([]);
