@@ -6,14 +6,16 @@ import { buildHeaders, encodeValue } from '../../sdk/wire';
 import { createTestDatabase, testKafka, waitFor } from '../harness';
 import { startTestBridge } from '../harness/bridge';
 import { createTestBus } from '../harness/bus';
-import { clusterBus, createEffects, effectCounts, logCoverage, report, size } from './scenario';
-
-const categorizada = () => ({
-  tipo: 'demanda.categorizada',
-  origem: 'D-3',
-  correlacao_id: randomUUID(),
-  payload: { ...SAMPLE_PAYLOADS['demanda.categorizada'] },
-});
+import {
+  clusterBus,
+  createEffects,
+  effectCounts,
+  logCoverage,
+  report,
+  size,
+  categorizada,
+  subscribeWithEffects,
+} from './scenario';
 
 describe('faults on the 3-node cluster (RF 3, min.insync.replicas 2)', () => {
   it('1. kill -9 the partition leader while publishing with acks=all: every acknowledged event in the log once, handled once', async () => {
@@ -24,13 +26,7 @@ describe('faults on the 3-node cluster (RF 3, min.insync.replicas 2)', () => {
     await criarTabelaInbox(colony.pool, 'f1');
     await createEffects(colony.pool, 'f1');
     await startTestBridge(bus, db);
-    bus.inscrever(
-      'demanda.categorizada',
-      'F-1',
-      async (e, ctx) =>
-        void (await ctx.transacao?.query('INSERT INTO f1.efeitos (event_id) VALUES ($1)', [e.event_id])),
-      { inbox: { pool: colony.pool, schema: 'f1' } },
-    );
+    subscribeWithEffects(bus, colony.pool, 'f1', 'F-1');
     await bus.inscricoesProntas();
     await bus.publicar(categorizada()); // the topic exists: find its leaders
     const { admin } = testKafka();

@@ -1,18 +1,18 @@
-import { randomUUID } from 'node:crypto';
 import { criarTabelaInbox, isRetriable } from '../../sdk';
-import { SAMPLE_PAYLOADS } from '../../sdk/testing';
 import { createTestDatabase, waitFor } from '../harness';
 import { startTestBridge } from '../harness/bridge';
 import { createTestBus } from '../harness/bus';
 import { FaultProxy, proxyKafka } from '../harness/fault-proxy';
-import { clusterBus, createEffects, effectCounts, logCoverage, report, size } from './scenario';
-
-const categorizada = () => ({
-  tipo: 'demanda.categorizada',
-  origem: 'D-3',
-  correlacao_id: randomUUID(),
-  payload: { ...SAMPLE_PAYLOADS['demanda.categorizada'] },
-});
+import {
+  clusterBus,
+  createEffects,
+  effectCounts,
+  logCoverage,
+  report,
+  size,
+  categorizada,
+  subscribeWithEffects,
+} from './scenario';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -108,13 +108,7 @@ describe('network faults between the SDK and the brokers', () => {
     await createEffects(colony.pool, 'f9');
     const bus = await createTestBus({ ...clusterBus, brokers: kafkaNet.brokers, publishTimeoutMs });
     await startTestBridge(bus, db); // straight to the brokers
-    bus.inscrever(
-      'demanda.categorizada',
-      'F-9',
-      async (e, ctx) =>
-        void (await ctx.transacao?.query('INSERT INTO f9.efeitos (event_id) VALUES ($1)', [e.event_id])),
-      { inbox: { pool: colony.pool, schema: 'f9' } },
-    );
+    subscribeWithEffects(bus, colony.pool, 'f9', 'F-9');
     await bus.inscricoesProntas();
 
     type Outcome = { at: number; ok: boolean; ms: number; code?: string; retriable?: boolean; message?: string };

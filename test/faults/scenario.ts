@@ -1,7 +1,9 @@
+import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import type pg from 'pg';
 import { stateDir } from '../../infra/paths';
-import type { OpcoesEventBusEntrada } from '../../sdk';
+import type { EventBus, OpcoesEventBusEntrada } from '../../sdk';
+import { SAMPLE_PAYLOADS } from '../../sdk/testing';
 import type { TestDatabase } from '../harness';
 
 /** `FEROMONIOS_FAULTS=full` runs the sizes of docs/reliability.md; the default is the CI subset. */
@@ -75,4 +77,23 @@ export async function effectCounts(
     more: rows.filter((r) => Number(r.n) > 1).length,
     ids: new Set(rows.map((r) => r.id)),
   };
+}
+
+/** The event the fault scenarios publish: a fresh flow each time. */
+export const categorizada = () => ({
+  tipo: 'demanda.categorizada',
+  origem: 'D-3',
+  correlacao_id: randomUUID(),
+  payload: { ...SAMPLE_PAYLOADS['demanda.categorizada'] },
+});
+
+/** An inbox colony whose handler writes one `<schema>.efeitos` row per run, in its inbox transaction. */
+export function subscribeWithEffects(bus: EventBus, pool: pg.Pool, schema: string, colonia: string): void {
+  bus.inscrever(
+    'demanda.categorizada',
+    colonia,
+    async (e, ctx) =>
+      void (await ctx.transacao?.query(`INSERT INTO ${schema}.efeitos (event_id) VALUES ($1)`, [e.event_id])),
+    { inbox: { pool, schema } },
+  );
 }
