@@ -9,12 +9,12 @@ import { createTestBus } from '../harness/bus';
 import {
   clusterBus,
   createEffects,
-  effectCounts,
   logCoverage,
   report,
   size,
   categorizada,
   subscribeWithEffects,
+  waitForEffects,
 } from './scenario';
 
 describe('faults on the 3-node cluster (RF 3, min.insync.replicas 2)', () => {
@@ -64,12 +64,10 @@ describe('faults on the 3-node cluster (RF 3, min.insync.replicas 2)', () => {
       timeoutMs: 180_000,
       message: `${acked.length} acknowledged events in the log`,
     });
-    await waitFor(async () => (await effectCounts(colony.pool, 'f1')).ids.size >= acked.length, {
-      timeoutMs: 180_000,
-      message: 'the inbox colony handled every acknowledged event',
+    const eff = await waitForEffects(colony.pool, 'f1', acked, {
+      what: 'the inbox colony handled every acknowledged event',
     });
     const cov = await logCoverage(db, acked);
-    const eff = await effectCounts(colony.pool, 'f1');
     report('1 leader kill -9 during acks=all publishing', {
       published: total,
       acknowledged: acked.length,

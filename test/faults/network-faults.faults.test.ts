@@ -6,12 +6,12 @@ import { FaultProxy, proxyKafka } from '../harness/fault-proxy';
 import {
   clusterBus,
   createEffects,
-  effectCounts,
   logCoverage,
   report,
   size,
   categorizada,
   subscribeWithEffects,
+  waitForEffects,
 } from './scenario';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -192,12 +192,10 @@ describe('network faults between the SDK and the brokers', () => {
       timeoutMs: 180_000,
       message: 'every acknowledged event in the log',
     });
-    await waitFor(async () => (await effectCounts(colony.pool, 'f9')).ids.size >= acked.length, {
-      timeoutMs: 180_000,
-      message: 'the colony (through the proxies) handled every acknowledged event',
+    const eff = await waitForEffects(colony.pool, 'f9', acked, {
+      what: 'the colony (through the proxies) handled every acknowledged event',
     });
     const cov = await logCoverage(db, acked);
-    const eff = await effectCounts(colony.pool, 'f9');
     report('9 network faults SDK ↔ brokers', {
       published: outcomes.length,
       acknowledged: acked.length,

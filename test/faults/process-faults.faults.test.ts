@@ -8,7 +8,7 @@ import { spawnTs } from '../harness/spawn';
 import { operatorToken, TEST_JWT_SECRET } from '../harness/audit';
 import { spawnBridge, startLogPollers, startTestBridge } from '../harness/bridge';
 import { createTestBus } from '../harness/bus';
-import { clusterBus, createEffects, effectCounts, logCoverage, report, size } from './scenario';
+import { clusterBus, createEffects, effectCounts, logCoverage, report, size, waitForEffects } from './scenario';
 
 const local =
   serviceEnv().registryUrl.startsWith('http://127.0.0.1:8081/') && serviceEnv().databaseUrl.includes('127.0.0.1:5432');
@@ -189,20 +189,7 @@ describe('processes that really die', () => {
     await waitFor(async () => (await effectCounts(colony.pool, 'f5')).ids.size >= total / 4, { timeoutMs: 120_000 });
     a.child.kill('SIGKILL');
     await a.exited;
-    await waitFor(
-      async () =>
-        published.every(
-          (
-            (ids) => (id: string) =>
-              ids.has(id)
-          )((await effectCounts(colony.pool, 'f5')).ids),
-        ),
-      {
-        timeoutMs: 180_000,
-        message: 'the surviving instance handled the rest',
-      },
-    );
-    const eff = await effectCounts(colony.pool, 'f5');
+    const eff = await waitForEffects(colony.pool, 'f5', published, { what: 'the surviving instance handled the rest' });
     report('5 colony instance kill -9 mid-handler', {
       published: published.length,
       acknowledged: published.length,

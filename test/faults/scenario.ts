@@ -4,7 +4,7 @@ import type pg from 'pg';
 import { stateDir } from '../../infra/paths';
 import type { EventBus, OpcoesEventBusEntrada } from '../../sdk';
 import { SAMPLE_PAYLOADS } from '../../sdk/testing';
-import type { TestDatabase } from '../harness';
+import { type TestDatabase, waitFor } from '../harness';
 
 /** `FEROMONIOS_FAULTS=full` runs the sizes of docs/reliability.md; the default is the CI subset. */
 export const FULL = process.env.FEROMONIOS_FAULTS === 'full';
@@ -77,6 +77,31 @@ export async function effectCounts(
     more: rows.filter((r) => Number(r.n) > 1).length,
     ids: new Set(rows.map((r) => r.id)),
   };
+}
+
+/**
+ * Waits until the colony's effects hold every one of `ids`, then returns the counts. Waiting on a
+ * count instead (`ids.size >= ids.length`) is wrong: the colony also handles events whose publish
+ * was refused at its deadline but written by the broker, so the count can reach the number of
+ * acknowledged events while some of them are still on their way. On timeout the message says how
+ * many are missing.
+ */
+export async function waitForEffects(
+  pool: pg.Pool,
+  schema: string,
+  ids: string[],
+  { timeoutMs = 180_000, what = 'the colony handled every acknowledged event' } = {},
+): Promise<{ once: number; more: number; ids: Set<string> }> {
+  let missing = ids.length;
+  await waitFor(
+    async () => {
+      const eff = await effectCounts(pool, schema);
+      missing = ids.filter((id) => !eff.ids.has(id)).length;
+      return missing === 0;
+    },
+    { timeoutMs, intervalMs: 250, message: () => `${what} (${missing} of ${ids.length} still missing)` },
+  );
+  return effectCounts(pool, schema);
 }
 
 /** The event the fault scenarios publish: a fresh flow each time. */
