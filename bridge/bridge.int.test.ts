@@ -86,7 +86,7 @@ describe('the bridge mirrors event topics into core.event_log', () => {
   it('picks up a new type’s topic without a restart, within the refresh interval', async () => {
     const e = await bus.publicar({
       tipo: 'parametros.atualizados',
-      origem: 'D-4',
+      origem: 'D-6',
       payload: { ...SAMPLE_PAYLOADS['parametros.atualizados'] },
     });
     const row = await waitFor(async () => (await logRows(db)).find((r) => r.event_id === e.event_id), {
@@ -106,7 +106,7 @@ describe('the bridge mirrors event topics into core.event_log', () => {
         ce_specversion: '1.0',
         ce_id: event_id,
         ce_type: 'demanda.categorizada',
-        ce_source: 'plain',
+        ce_source: 'D-3',
         ce_time: '2026-06-15T10:30:10Z',
         'content-type': 'application/json',
       });
@@ -210,7 +210,7 @@ describe('no personal data reaches PostgreSQL (property)', () => {
         },
         {
           tipo: 'parametros.atualizados',
-          origem: 'D-4',
+          origem: 'D-6',
           payload: {
             parametro_id: 'peso',
             valor_anterior: 1,

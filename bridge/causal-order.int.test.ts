@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { SAMPLE_PAYLOADS } from '../sdk/testing';
 import type { EventBus, EventoConsultado, PublicarEventoDto } from '../sdk';
+import { SchemaCatalog } from '../sdk/wire';
 import { createTestBus } from '../test/harness/bus';
 import { logRows, startTestBridge } from '../test/harness/bridge';
 import { createTestDatabase, randomNamespace, waitFor, type TestDatabase } from '../test/harness';
@@ -11,9 +12,10 @@ import { createTestDatabase, randomNamespace, waitFor, type TestDatabase } from 
  * docs/ordering.md states what is guaranteed; bridge/causal-order.unit.test.ts the pure rules.
  */
 const TYPES = ['demanda.recebida', 'demanda.normalizada', 'demanda.categorizada', 'parametros.atualizados'] as const;
-const dto = (tipo: string, origem: string, over: Partial<PublicarEventoDto> = {}): PublicarEventoDto => ({
+/** `origem` is the catalog's publisher of `tipo`: the colony codes of these tests say who handles, not who signs. */
+const dto = (tipo: string, _colonia: string, over: Partial<PublicarEventoDto> = {}): PublicarEventoDto => ({
   tipo,
-  origem,
+  origem: SchemaCatalog.load().tipo(tipo)!.publicadores[0]!,
   payload: { ...SAMPLE_PAYLOADS[tipo] },
   ...over,
 });

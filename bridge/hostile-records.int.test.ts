@@ -62,7 +62,7 @@ describe('hostile records from non-SDK producers (issue #12)', () => {
       ce_specversion: '1.0',
       ce_id: randomUUID(),
       ce_type: 'demanda.categorizada',
-      ce_source: 'kcat',
+      ce_source: 'D-3',
       ce_time: '2026-06-15T10:30:10Z',
       'content-type': 'application/vnd.feromonios.confluent-json',
       ...over,
@@ -209,7 +209,7 @@ describe('hostile records from non-SDK producers (issue #12)', () => {
     expect((await metrics.idlePartitions.get()).values[0]?.value ?? 0).toBe(0);
   });
 
-  it('7. the wire contract as documented: specversion, content type, deprecated types from plain producers', async () => {
+  it('7. the wire contract as documented: specversion, content type, deprecated types, origem bound to the publishers, from plain producers', async () => {
     const cases = [
       { name: 'no specversion', value: validValue(), headers: headers({ ce_specversion: undefined }) },
       { name: 'specversion 9.9', value: validValue(), headers: headers({ ce_specversion: '9.9' }) },
@@ -221,6 +221,10 @@ describe('hostile records from non-SDK producers (issue #12)', () => {
         value: encodeValue(legadaId, JSON.stringify({ texto: 'x' })),
         headers: headers({ ce_type: 'demanda.legada' }),
       },
+      // a well-formed colony code that the catalog does not list as a publisher of the type
+      { name: 'origem not a publisher', value: validValue(), headers: headers({ ce_source: 'D-4' }) },
+      // another colony's real name, signing an event of a type it does not publish
+      { name: "another colony's name", value: validValue(), headers: headers({ ce_source: 'D-1a' }) },
     ];
     const legacy = { value: validValue(), headers: headers({ 'content-type': 'application/json' }) };
     await expectLanded(await between(cases.map(({ value, headers: h }) => ({ value, headers: h }))));
@@ -237,6 +241,8 @@ describe('hostile records from non-SDK producers (issue #12)', () => {
       ['text/plain', 'invalid-header'],
       ['tenant not a UUID', 'invalid-header'],
       ['deprecated type', 'deprecated-type'],
+      ['origem not a publisher', 'origem-not-allowed'],
+      ["another colony's name", 'origem-not-allowed'],
     ]);
     // a plain producer's valid ce_tenantid reaches the log as the column
     const tenant = randomUUID();
@@ -309,14 +315,15 @@ describe('hostile records from non-SDK producers (issue #12)', () => {
   });
 
   it('a row PostgreSQL still refuses is isolated from its chunk and quarantined with its SQLSTATE', async () => {
+    const RECUSADA = randomUUID();
     // fault injection on the real database: a constraint the shared rule does not know about
     await db.pool.query(
-      `ALTER TABLE core.event_log ADD CONSTRAINT sem_recusada CHECK (origem <> 'recusada') NOT VALID`,
+      `ALTER TABLE core.event_log ADD CONSTRAINT sem_recusada CHECK (correlacao_id <> '${RECUSADA}') NOT VALID`,
     );
     registerCleanup(() =>
       db.pool.query('ALTER TABLE core.event_log DROP CONSTRAINT IF EXISTS sem_recusada').then(() => undefined),
     );
-    const refused = { value: validValue(), headers: headers({ ce_source: 'recusada' }) };
+    const refused = { value: validValue(), headers: headers({ ce_correlacaoid: RECUSADA }) };
     const ids = await between([refused]);
     await expectLanded(ids);
     const q = (await quarantined()).get(headerString(refused.headers, 'ce_id') as string);

@@ -4,15 +4,19 @@ import { createTestBus } from '../test/harness/bus';
 import { spawnBridge, startLogPollers } from '../test/harness/bridge';
 import { SAMPLE_PAYLOADS } from '../sdk/testing';
 import type { PublicarEventoDto } from '../sdk';
+import { SchemaCatalog } from '../sdk/wire';
 
 const TYPES = ['demanda.categorizada', 'demanda.normalizada', 'parametros.atualizados'] as const;
+const publicador = (tipo: string): string => SchemaCatalog.load().tipo(tipo)!.publicadores[0]!;
 
 describe('the global sequence readers can trust', () => {
   it('never lets a reader polling sequence_number > cursor skip a committed row, with two bridges and one killed -9 mid-stream', async () => {
     const bus = await createTestBus({ topics: { partitions: 4, replicationFactor: -1, retentionMs: 3_600_000 } });
     const db = await createTestDatabase();
     // Create every topic first so both bridges subscribe to all of them at once.
-    await bus.publicarLote(TYPES.map((tipo) => ({ tipo, origem: 'seq', payload: { ...SAMPLE_PAYLOADS[tipo] } })));
+    await bus.publicarLote(
+      TYPES.map((tipo) => ({ tipo, origem: publicador(tipo), payload: { ...SAMPLE_PAYLOADS[tipo] } })),
+    );
     // Random delays before COMMIT make concurrent transactions commit out of sequence order
     // unless the writers are serialised: without the lock, readers skip rows.
     const small = { BRIDGE_BATCH_SIZE: '20', BRIDGE_FLUSH_INTERVAL_MS: '20', BRIDGE_FAULT_COMMIT_JITTER_MS: '15' };
@@ -29,7 +33,7 @@ describe('the global sequence readers can trust', () => {
     for (let i = 0; i < total / 50; i++) {
       const lote: PublicarEventoDto[] = Array.from({ length: 50 }, (_, j) => {
         const tipo = TYPES[(i + j) % TYPES.length]!;
-        return { tipo, origem: 'seq', correlacao_id: randomUUID(), payload: { ...SAMPLE_PAYLOADS[tipo] } };
+        return { tipo, origem: publicador(tipo), correlacao_id: randomUUID(), payload: { ...SAMPLE_PAYLOADS[tipo] } };
       });
       published.push(...(await bus.publicarLote(lote)).map((e) => e.event_id));
       if (!killed && i === total / 50 / 3) {

@@ -410,7 +410,7 @@ describe('feromonios CLI (real services)', () => {
     const child = await bus.publicar(
       {
         tipo: 'demanda.normalizada',
-        origem: 'D-2',
+        origem: 'D-1b',
         payload: { ...SAMPLE_PAYLOADS['demanda.normalizada'] },
         correlacao_id: root.correlacao_id ?? undefined,
         causation_id: root.event_id,
@@ -421,7 +421,7 @@ describe('feromonios CLI (real services)', () => {
     expect(trace.code).toBe(0);
     const lines = trace.stdout.split('\n').filter((l) => l.includes('demanda.'));
     expect(lines[0]).toContain(`demanda.recebida (D-1a) ${root.event_id}`);
-    expect(lines[1]).toContain(`  demanda.normalizada (D-2) ${child.event_id}`);
+    expect(lines[1]).toContain(`  demanda.normalizada (D-1b) ${child.event_id}`);
     const got = json<{ event_id: string; redigido: boolean; payload: Record<string, unknown> }>(
       await cli(['--json', 'events', 'get', child.event_id]),
     );

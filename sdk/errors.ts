@@ -16,6 +16,7 @@ export const ERROR_CODES = [
   'INVALID_FIELD',
   'UNKNOWN_TYPE',
   'DEPRECATED_TYPE',
+  'ORIGEM_NOT_ALLOWED',
   'UNKNOWN_VERSION',
   'SCHEMA_VALIDATION',
   'PAYLOAD_TOO_LARGE',
@@ -74,6 +75,7 @@ export type PublishStep =
   | 'timestamp'
   | 'field'
   | 'registry'
+  | 'origem'
   | 'schema'
   | 'size';
 
@@ -268,7 +270,8 @@ export class WireFormatError extends FeromoniosError {
       | 'too-large'
       | 'missing-header'
       | 'invalid-header'
-      | 'deprecated-type',
+      | 'deprecated-type'
+      | 'origem-not-allowed',
     message: string,
   ) {
     super('WIRE_FORMAT', message);

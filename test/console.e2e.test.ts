@@ -82,7 +82,7 @@ describe('the operators console (headless Chromium, real services)', () => {
     child = await bus.publicar(
       {
         tipo: 'demanda.normalizada',
-        origem: 'D-2',
+        origem: 'D-1b',
         payload: { ...SAMPLE_PAYLOADS['demanda.normalizada'] },
         correlacao_id: root.correlacao_id ?? undefined,
         causation_id: root.event_id,

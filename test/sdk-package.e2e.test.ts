@@ -42,7 +42,7 @@ async function main(): Promise<void> {
     }
     const sent = await bus.publicar({
       tipo: 'demanda.recebida',
-      origem: 'PKG-cjs',
+      origem: 'D-1a',
       payload: { ...testing.SAMPLE_PAYLOADS['demanda.recebida'] },
     });
     const got = await received;
@@ -63,7 +63,7 @@ import { InMemoryEventBus, SAMPLE_PAYLOADS } from '@feromonios/sdk/testing';
 
 // colony code typed against the interface runs on the in-memory bus of its unit tests…
 async function capture(b: Barramento): Promise<bigint | null> {
-  const e = await b.publicar({ tipo: 'demanda.recebida', origem: 'PKG-esm', payload: { ...SAMPLE_PAYLOADS['demanda.recebida'] } });
+  const e = await b.publicar({ tipo: 'demanda.recebida', origem: 'D-1a', payload: { ...SAMPLE_PAYLOADS['demanda.recebida'] } });
   return e.sequence_number;
 }
 const memory = new InMemoryEventBus();
@@ -91,7 +91,7 @@ try {
   }
   const sent = await bus.publicar({
     tipo: 'demanda.recebida',
-    origem: 'PKG-esm',
+    origem: 'D-1a',
     payload: { ...SAMPLE_PAYLOADS['demanda.recebida'] },
   });
   const got = await received;

@@ -51,7 +51,7 @@ it('follows publish → consume → publish in the handler → the bridge write 
     if (e.correlacao_id !== correlacao_id) return;
     effect = await bus.publicar({
       tipo: 'demanda.normalizada',
-      origem: colonia,
+      origem: 'D-1b', // the catalog's publisher of the type
       payload: { ...SAMPLE_PAYLOADS['demanda.normalizada'] },
     });
   });

@@ -5,6 +5,7 @@ import { createAjv } from './ajv';
 import { backwardIncompatibilities } from './compatibility';
 import { CatalogError } from '../errors';
 import { policyProblems, uncoveredFields, type RedactionPolicy } from '../wire/redaction';
+import { colonyCodeProblem } from '../wire/storable';
 
 /**
  * Where the event schemas live: inside the installed package (`dist/schemas`, copied there by
@@ -36,6 +37,18 @@ export interface TipoCatalogado {
   /** Versions in ascending semver order. */
   versoes: VersaoCatalogada[];
   redacao: RedactionPolicy;
+  /**
+   * The colonies allowed to publish this type (`type.json` `"publicadores"`, at least one): the
+   * SDK refuses, and the bridge quarantines, an event whose `origem` is not one of them, and the
+   * generated Kafka ACLs let only their principals write the type's topic (docs/security.md).
+   */
+  publicadores: string[];
+  /**
+   * The colonies that subscribe to this type (`type.json` `"consumidores"`, may be empty): the
+   * generated Kafka ACLs let only their principals read the type's topic. Not checked by the SDK
+   * (the broker refuses a subscription the ACLs do not allow).
+   */
+  consumidores: string[];
 }
 
 const TIPO_RE = /^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$/;
@@ -73,7 +86,8 @@ function readJson(file: string): unknown {
 }
 
 /**
- * The event types of `schemas/`: one folder per type holding `type.json` (status),
+ * The event types of `schemas/`: one folder per type holding `type.json` (status, publishers,
+ * subscribers),
  * `redaction.json` (policy) and one `<semver>.schema.json` per version. Loading checks the
  * catalog itself — malformed schema, missing or incomplete policy, a version that breaks
  * backward compatibility with the previous one — and throws a `CatalogError` naming the file.
@@ -131,10 +145,17 @@ function loadTipo(dir: string, tipo: string, ajv: ReturnType<typeof createAjv>):
   if (!TIPO_RE.test(tipo))
     throw new CatalogError(`type name must look like 'dominio.evento' (lowercase, dot-separated)`, dir);
   const typeFile = path.join(dir, 'type.json');
-  const meta = readJson(typeFile) as { status?: unknown; descricao?: unknown };
+  const meta = readJson(typeFile) as {
+    status?: unknown;
+    descricao?: unknown;
+    publicadores?: unknown;
+    consumidores?: unknown;
+  };
   if (meta.status !== 'active' && meta.status !== 'deprecated') {
     throw new CatalogError(`"status" must be "active" or "deprecated"`, typeFile);
   }
+  const publicadores = colonyList(meta.publicadores, 'publicadores', typeFile, { required: true });
+  const consumidores = colonyList(meta.consumidores, 'consumidores', typeFile, { required: false });
   const policyFile = path.join(dir, 'redaction.json');
   const policy = readJson(policyFile);
   const problems = policyProblems(policy);
@@ -189,5 +210,25 @@ function loadTipo(dir: string, tipo: string, ajv: ReturnType<typeof createAjv>):
     descricao: typeof meta.descricao === 'string' ? meta.descricao : '',
     versoes,
     redacao: policy as RedactionPolicy,
+    publicadores,
+    consumidores,
   };
+}
+
+/** A `type.json` list of colony codes: each a valid, distinct code; `required` lists need one. */
+function colonyList(value: unknown, field: string, file: string, { required }: { required: boolean }): string[] {
+  if (value === undefined && !required) return [];
+  if (!Array.isArray(value) || (required && value.length === 0))
+    throw new CatalogError(
+      `"${field}" must be ${required ? 'a non-empty' : 'an'} array of colony codes (e.g. ["D-3"])${required ? ': the colonies allowed to publish this type' : ''}`,
+      file,
+    );
+  const seen = new Set<string>();
+  for (const c of value) {
+    const problem = colonyCodeProblem(c);
+    if (problem) throw new CatalogError(`"${field}": ${JSON.stringify(c)} is not a colony code (${problem})`, file);
+    if (seen.has(c as string)) throw new CatalogError(`"${field}": ${JSON.stringify(c)} is listed twice`, file);
+    seen.add(c as string);
+  }
+  return [...seen];
 }

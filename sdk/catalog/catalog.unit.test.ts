@@ -54,6 +54,7 @@ describe('the schema catalog', () => {
     expect(cat.tipo('demanda.recebida')?.versoes.map((v) => v.versao)).toEqual(['1.0.0', '1.1.0']);
     expect(cat.tipo('demanda.legada')?.status).toBe('deprecated');
     expect(cat.tipo('demanda.recebida')?.redacao.campos.cidadao_id).toBe('remover');
+    expect(cat.tipo('demanda.categorizada')).toMatchObject({ publicadores: ['D-3'], consumidores: ['D-4'] });
     expect(SchemaCatalog.load()).toBe(cat); // loaded once per process
   });
 
@@ -102,6 +103,36 @@ describe('the schema catalog', () => {
       '"status"',
     ],
     [
+      'no publishers',
+      { 'demanda.categorizada/type.json': '{"status":"active"}' },
+      'demanda.categorizada/type.json',
+      '"publicadores" must be a non-empty array',
+    ],
+    [
+      'an empty list of publishers',
+      { 'demanda.categorizada/type.json': '{"status":"active","publicadores":[]}' },
+      'demanda.categorizada/type.json',
+      '"publicadores" must be a non-empty array',
+    ],
+    [
+      'a publisher that is not a colony code',
+      { 'demanda.categorizada/type.json': '{"status":"active","publicadores":["D 3"]}' },
+      'demanda.categorizada/type.json',
+      '"publicadores": "D 3" is not a colony code',
+    ],
+    [
+      'a publisher listed twice',
+      { 'demanda.categorizada/type.json': '{"status":"active","publicadores":["D-3","D-3"]}' },
+      'demanda.categorizada/type.json',
+      'listed twice',
+    ],
+    [
+      'subscribers that are not a list',
+      { 'demanda.categorizada/type.json': '{"status":"active","publicadores":["D-3"],"consumidores":"D-4"}' },
+      'demanda.categorizada/type.json',
+      '"consumidores" must be an array',
+    ],
+    [
       'a wrong $id',
       { 'demanda.recebida/1.1.0.schema.json': v11((s) => (s.$id = 'urn:x')) },
       'demanda.recebida/1.1.0.schema.json',
@@ -147,7 +178,7 @@ describe('the schema catalog', () => {
 
   it('accepts a new type by adding its folder, nothing else', () => {
     const dir = catalogWith({
-      'servico.avaliado/type.json': '{"status":"active","descricao":"x"}',
+      'servico.avaliado/type.json': '{"status":"active","descricao":"x","publicadores":["S-1"]}',
       'servico.avaliado/redaction.json': '{"campos":{"nota":"manter"}}',
       'servico.avaliado/1.0.0.schema.json': JSON.stringify({
         $schema: 'https://json-schema.org/draft/2020-12/schema',

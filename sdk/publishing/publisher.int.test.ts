@@ -117,6 +117,7 @@ describe('publicar over the real broker and registry', () => {
     ['T8 string payload', { payload: 'texto' }, 'PAYLOAD_NOT_OBJECT'],
     ['T8 array payload', { payload: [1] }, 'PAYLOAD_NOT_OBJECT'],
     ['a deprecated type', { tipo: 'demanda.legada', payload: { demanda_id: randomUUID() } }, 'DEPRECATED_TYPE'],
+    ['an origem the catalog does not allow for the type', { origem: 'D-4' }, 'ORIGEM_NOT_ALLOWED'],
     ['an unknown version', { versao_schema: '2.0.0' }, 'UNKNOWN_VERSION'],
     ['a malformed event_id', { event_id: 'abc' }, 'INVALID_EVENT_ID'],
     ['a malformed timestamp', { timestamp: '15/06/2026' }, 'INVALID_TIMESTAMP'],
@@ -126,7 +127,7 @@ describe('publicar over the real broker and registry', () => {
       'SCHEMA_VALIDATION',
     ],
   ])('rejects %s with %s and produces nothing', async (_label, patch, code) => {
-    const dto = { ...categorizada(), ...patch, origem: 'D-rejeitado' };
+    const dto = { ...categorizada(), ...patch };
     const before = await topicMessageCount(bus.topics.evento(String(dto.tipo)));
     await expect(bus.publicar(dto as never)).rejects.toMatchObject({ code });
     expect(await topicMessageCount(bus.topics.evento(String(dto.tipo)))).toBe(before);
@@ -169,8 +170,10 @@ describe('publicar over the real broker and registry', () => {
   it('counts publishes by type, origin and result in Prometheus metrics', async () => {
     const text = await metrics.metrics();
     expect(text).toMatch(/feromonios_publish_total\{tipo="demanda.recebida",origem="D-1a",result="ok"\} [1-9]/);
+    expect(text).toMatch(/feromonios_publish_total\{tipo="demanda.fantasma",origem="D-3",result="UNKNOWN_TYPE"\} 1/);
+    // an origem the catalog does not allow is counted under the origem it claimed
     expect(text).toMatch(
-      /feromonios_publish_total\{tipo="demanda.fantasma",origem="D-rejeitado",result="UNKNOWN_TYPE"\} 1/,
+      /feromonios_publish_total\{tipo="demanda.categorizada",origem="D-4",result="ORIGEM_NOT_ALLOWED"\} 1/,
     );
     expect(text).toContain('feromonios_publish_duration_seconds_bucket');
   });
@@ -201,7 +204,7 @@ describe('messages from other clients', () => {
             ce_specversion: '1.0',
             ce_id: event_id,
             ce_type: 'demanda.categorizada',
-            ce_source: 'kcat',
+            ce_source: 'D-3',
             ce_time: '2026-06-15T10:30:10Z',
             'content-type': 'application/json',
           },
@@ -215,7 +218,7 @@ describe('messages from other clients', () => {
       event_id,
       tipo: 'demanda.categorizada',
       versao_schema: '1.0.0',
-      origem: 'kcat',
+      origem: 'D-3',
       correlacao_id: event_id,
       payload,
     });

@@ -69,7 +69,8 @@ const fail = (
  * 1. payload is a non-null object; 2. normalise (event_id, versao_schema '1.0.0', timestamp,
  * correlacao_id = event_id — inside a handler, correlacao_id, causation_id and tenant_id default to the
  * handled event's, sdk/runtime/causal-context.ts); 3. UUID / ISO-8601 formats; 4. type exists, is not deprecated,
- * the version has a schema; 5. Ajv draft 2020-12 against that schema; 6. size ≤ 1 MB.
+ * `origem` is one of the type's publishers in the catalog, the version has a schema; 5. Ajv draft
+ * 2020-12 against that schema; 6. size ≤ 1 MB.
  * Each failure is a typed error naming its step; `index` names the event of a batch.
  */
 export function validarEvento(
@@ -172,6 +173,15 @@ export function validarEvento(
       'DEPRECATED_TYPE',
       'registry',
       `tipo '${d.tipo}' is deprecated and can no longer be published: ${tipo.descricao}`,
+      index,
+    );
+  // 4b. the publisher: `origem` must be a colony the catalog allows to publish this type
+  // (type.json "publicadores"); the bridge quarantines the same event from any other producer
+  if (!tipo.publicadores.includes(d.origem as string))
+    fail(
+      'ORIGEM_NOT_ALLOWED',
+      'origem',
+      `origem '${d.origem as string}' may not publish ${d.tipo}: the catalog allows ${tipo.publicadores.join(', ')} (schemas/${d.tipo}/type.json "publicadores")`,
       index,
     );
   const versao = catalog.versao(d.tipo, versao_schema);

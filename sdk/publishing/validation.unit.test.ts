@@ -134,6 +134,39 @@ describe('publish validation (seed 3.3 order)', () => {
     expect(v.message).toContain('1.0.0');
   });
 
+  it("refuses an origem that is not one of the type's publishers in the catalog, naming the allowed ones", () => {
+    const err = rejection({ ...base(), origem: 'D-4' });
+    expect(err).toMatchObject({ code: 'ORIGEM_NOT_ALLOWED', step: 'origem', retriable: false });
+    expect(err.message).toContain("origem 'D-4' may not publish demanda.categorizada");
+    expect(err.message).toContain('D-3');
+    // the allowed publisher of each type passes this step
+    for (const t of catalog.tipos().filter((x) => x.status === 'active'))
+      for (const origem of t.publicadores)
+        expect(() =>
+          validarEvento({ tipo: t.tipo, origem, payload: { ...SAMPLE_PAYLOADS[t.tipo] } }, catalog),
+        ).not.toThrow();
+    // any valid colony code that is not listed is refused (a near miss of the real code included)
+    fc.assert(
+      fc.property(
+        fc.oneof(
+          fc.stringMatching(/^[A-Za-z][A-Za-z0-9_-]{0,20}$/),
+          fc.constantFrom('d-3', 'D-3 ', 'D-30', 'D_3', 'D-3a'),
+        ),
+        (origem) => {
+          fc.pre(origem !== 'D-3');
+          let code: string | undefined;
+          try {
+            validarEvento({ ...base(), origem }, catalog);
+          } catch (e) {
+            code = (e as PublishValidationError).code;
+          }
+          // a malformed code fails its format check first; a well-formed one, the publisher check
+          return code === 'ORIGEM_NOT_ALLOWED' || code === 'INVALID_FIELD';
+        },
+      ),
+    );
+  });
+
   it('rejects a schema-invalid payload with Ajv errors naming the fields', () => {
     const err = rejection({
       ...base(),

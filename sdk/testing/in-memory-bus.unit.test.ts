@@ -234,12 +234,12 @@ describe('causation filled inside handlers (docs/ordering.md, issue #14)', () =>
       effects.push(await bus.publicar({ ...categorizada(), correlacao_id: given, causation_id: given }));
     });
     const chained: EventoConsultado[] = [];
-    bus.inscrever('demanda.categorizada', 'D-3', async (e) => {
+    bus.inscrever('demanda.categorizada', 'D-6', async (e) => {
       if (e.causation_id === given) return;
       chained.push(
         await bus.publicar({
           tipo: 'parametros.atualizados',
-          origem: 'D-3',
+          origem: 'D-6',
           payload: { ...SAMPLE_PAYLOADS['parametros.atualizados'] },
         }),
       );

@@ -72,6 +72,15 @@ export class EventDecoder {
     // Reprocessing (`validateSchema: false`) sends back events already in the log: they pass.
     if (validateSchema && this.catalog.tipo(versao.tipo)?.status === 'deprecated')
       throw new WireFormatError('deprecated-type', `type ${versao.tipo} is deprecated: it is no longer accepted`);
+    // The catalog's publishers bind `origem` to the colonies allowed to write the type (the
+    // broker's ACLs keep other principals off the topic; this keeps a permitted writer from
+    // signing as another colony). Reprocessed events were checked when they were first accepted.
+    const publicadores = this.catalog.tipo(versao.tipo)?.publicadores ?? [];
+    if (validateSchema && !publicadores.includes(meta.origem))
+      throw new WireFormatError(
+        'origem-not-allowed',
+        `ce_source ${JSON.stringify(meta.origem)} may not publish ${versao.tipo}: the catalog allows ${publicadores.join(', ')}`,
+      );
     const payloadProblem = jsonProblem(payload);
     if (payloadProblem) throw new WireFormatError('schema-invalid', `payload ${payloadProblem}`);
     if (validateSchema && !versao.validate(payload)) {

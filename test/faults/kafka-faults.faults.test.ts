@@ -114,7 +114,7 @@ describe('faults on the 3-node cluster (RF 3, min.insync.replicas 2)', () => {
           tipo: 'demanda.categorizada',
           versao_schema: '1.0.0',
           timestamp: new Date().toISOString(),
-          origem: 'kcat',
+          origem: 'D-3',
           correlacao_id: id,
           causation_id: null,
         }),
