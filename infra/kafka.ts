@@ -1,9 +1,10 @@
-import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
 import { ROOT, stateDir } from './paths';
-import { testPki } from './tls';
+import { SUPER_USER, testPki } from './tls';
 import { isRunning, type ManagedProcess, sleep, startDetached, stopProcess, waitForLogLine } from './processes';
 import { findJava, runMaven } from './toolchain';
 
@@ -65,10 +66,16 @@ export function kafkaNodes(topology: KafkaTopology): KafkaNode[] {
 
 export const brokersOf = (topology: KafkaTopology): string[] => kafkaNodes(topology).map((n) => `127.0.0.1:${n.port}`);
 
-/** Copies the broker's runtime jars (and a log4j2 binding) into .infra/kafka/libs once. */
+/**
+ * Copies the broker's runtime jars, Kafka's command-line tools (the Java console consumer the
+ * ACL tests use as a non-SDK client) and a log4j2 binding into .infra/kafka/libs — again only
+ * when infra/maven/kafka/pom.xml changed (the marker holds its hash).
+ */
 export function fetchKafka(): void {
   const marker = path.join(LIBS_DIR, '.complete');
-  if (fs.existsSync(marker)) return;
+  const pom = fs.readFileSync(path.join(ROOT, 'infra', 'maven', 'kafka', 'pom.xml'));
+  const wanted = createHash('sha256').update(pom).digest('hex');
+  if (fs.existsSync(marker) && fs.readFileSync(marker, 'utf8').trim() === wanted) return;
   fs.mkdirSync(LIBS_DIR, { recursive: true });
   runMaven(path.join(ROOT, 'infra', 'maven', 'kafka'), [
     'dependency:copy-dependencies',
@@ -78,7 +85,7 @@ export function fetchKafka(): void {
   if (!fs.readdirSync(LIBS_DIR).some((f) => f.startsWith('kafka_2.13-'))) {
     throw new Error(`Maven finished but no kafka_2.13 jar is in ${LIBS_DIR}`);
   }
-  fs.writeFileSync(marker, new Date().toISOString());
+  fs.writeFileSync(marker, wanted);
 }
 
 function serverProperties(node: KafkaNode, all: KafkaNode[]): string {
@@ -94,6 +101,7 @@ function serverProperties(node: KafkaNode, all: KafkaNode[]): string {
     'listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,PROXIED:PLAINTEXT,SASL_SSL:SASL_SSL,SSL:SSL',
     ...secureListeners(),
     'inter.broker.listener.name=PLAINTEXT',
+    ...authorizer(),
     `log.dirs=${node.dataDir}`,
     // Topics are created explicitly by the SDK's admin client, never by a produce or fetch.
     'auto.create.topics.enable=false',
@@ -141,6 +149,59 @@ function secureListeners(): string[] {
     'listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;',
     'listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;',
     `listener.name.sasl_ssl.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required ${plainUsers};`,
+  ];
+}
+
+/**
+ * Runs one of Kafka's own command-line tools — a Java client, beside the SDK and kafkajs — from
+ * the fetched jars, e.g. `org.apache.kafka.tools.consumer.ConsoleConsumer`. Resolves with its
+ * exit code and output; `input` is its standard input; killed after `timeoutMs`.
+ */
+export function runKafkaTool(
+  mainClass: string,
+  args: string[],
+  { timeoutMs = 60_000, input }: { timeoutMs?: number; input?: string } = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(findJava(17), ['-cp', `${LIBS_DIR}/*`, mainClass, ...args], {
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    child.stdin.end(input ?? '');
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.on('error', (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code: code ?? -1, stdout, stderr });
+    });
+  });
+}
+
+/**
+ * The standard KRaft authorizer, so the per-colony ACLs (`feromonios acls`, docs/security.md) are
+ * enforced as on a managed cluster. The PLAINTEXT and PROXIED listeners (the tests, the brokers
+ * among themselves, the controllers) authenticate as `User:ANONYMOUS`, a super user: everything
+ * that does not pass a principal keeps working unchanged. So are the test's own SASL and
+ * mutual-TLS identities; the colonies', the bridge's and the platform's principals are not: they
+ * get only what the ACLs grant.
+ */
+function authorizer(): string[] {
+  const pki = testPki();
+  const supers = [
+    'User:ANONYMOUS',
+    `User:${SUPER_USER}`,
+    ...Object.keys(pki.users.plain).map((u) => `User:${u}`),
+    `User:CN=${pki.clientCommonName}`,
+  ];
+  return [
+    'authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer',
+    `super.users=${supers.join(';')}`,
   ];
 }
 

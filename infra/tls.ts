@@ -22,8 +22,20 @@ export interface TestPki {
   clientKeyFile: string;
   expiredClientCertFile: string;
   untrustedCaFile: string;
+  /** The client certificate's CN: with mutual TLS the broker's principal is `User:CN=<it>`. */
+  clientCommonName: string;
   users: TestSaslUsers;
 }
+
+const CLIENT_CN = 'feromonios-test-client';
+
+/**
+ * The test SCRAM users. `feromonios-test` is a super user of the test brokers (infra/kafka.ts);
+ * the others are the principals the generated ACLs govern (docs/security.md): two colonies, the
+ * bridge and the platform.
+ */
+export const SUPER_USER = 'feromonios-test';
+const SCRAM_USERS = [SUPER_USER, 'colonia-D-3', 'colonia-D-4', 'feromonios-bridge', 'feromonios-plataforma'];
 
 /** SASL users of the test brokers: one per mechanism family, plus the colonies' principals. */
 export interface TestSaslUsers {
@@ -50,6 +62,7 @@ export function testPki(): TestPki {
     clientKeyFile: path.join(dir, 'client.key'),
     expiredClientCertFile: path.join(dir, 'client-expired.pem'),
     untrustedCaFile: path.join(dir, 'untrusted-ca.pem'),
+    clientCommonName: CLIENT_CN,
     users: { scram: {}, plain: {} },
   };
   const usersFile = path.join(dir, 'users.json');
@@ -64,6 +77,12 @@ export function testPki(): TestPki {
   ].every((f) => fs.existsSync(f));
   if (!complete) generate(dir, usersFile);
   pki.users = JSON.parse(fs.readFileSync(usersFile, 'utf8')) as TestSaslUsers;
+  // a machine whose users.json predates a user gets it added (ensureScramUsers then creates it)
+  const missing = SCRAM_USERS.filter((u) => pki.users.scram[u] === undefined);
+  if (missing.length > 0) {
+    for (const u of missing) pki.users.scram[u] = password();
+    fs.writeFileSync(usersFile, JSON.stringify(pki.users, null, 2), { mode: 0o600 });
+  }
   return pki;
 }
 
@@ -118,7 +137,7 @@ function generate(dir: string, usersFile: string): void {
     );
   };
   leaf('broker', '/CN=localhost', 'ca', 'san.cnf');
-  leaf('client', '/CN=feromonios-test-client', 'ca');
+  leaf('client', `/CN=${CLIENT_CN}`, 'ca');
   // Kafka's PEM keystore: the (unencrypted PKCS#8) key, then the certificate chain
   fs.writeFileSync(
     path.join(dir, 'broker-keystore.pem'),
@@ -167,7 +186,7 @@ function generate(dir: string, usersFile: string): void {
     dir,
   );
   const users: TestSaslUsers = {
-    scram: { 'feromonios-test': password(), 'colonia-D-3': password(), 'colonia-D-4': password() },
+    scram: Object.fromEntries(SCRAM_USERS.map((u) => [u, password()])),
     plain: { 'feromonios-plain': password() },
   };
   fs.writeFileSync(usersFile, JSON.stringify(users, null, 2), { mode: 0o600 });

@@ -23,7 +23,9 @@ const categorizada = () => ({
 describe('TLS and SASL towards the brokers', () => {
   const k = secureKafka();
   const ca = k.pem(k.pki.caFile);
-  const [user, password] = Object.entries(k.pki.users.scram)[0] as [string, string];
+  // the test brokers' super user: these tests are about connections, not ACLs (sdk/service/acls.int.test.ts)
+  const user = 'feromonios-test';
+  const password = k.pki.users.scram[user]!;
 
   for (const mechanism of ['scram-sha-256', 'scram-sha-512'] as const)
     it(`publishes and consumes over SASL_SSL with ${mechanism.toUpperCase()}`, async () => {
