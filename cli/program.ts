@@ -1,5 +1,6 @@
 import { Command, CommanderError, Option } from 'commander';
-import { FeromoniosError, type ResumoDLQ } from '../sdk';
+import { brokerSecurityFailure, FeromoniosError, type ResumoDLQ } from '../sdk';
+import { aclsCommand } from './commands/acls';
 import { dlqCommand } from './commands/dlq';
 import { eventsCommand } from './commands/events';
 import { replayCommand } from './commands/replay';
@@ -22,7 +23,7 @@ export function buildProgram(io: Io): Command {
   const env = io.env;
   let context: Context | undefined;
   const program = new Command('feromonios')
-    .description('Feromônios for the platform team: DLQ reprocessing, audit queries, replay, schemas, topics')
+    .description('Feromônios for the platform team: DLQ reprocessing, audit queries, replay, schemas, topics, ACLs')
     .version('0.1.0')
     .addOption(
       new Option('--api <url>', 'audit API base URL')
@@ -56,7 +57,14 @@ export function buildProgram(io: Io): Command {
     .exitOverride();
 
   const ctx = (): Context => (context ??= new Context(program.opts<GlobalOptions>(), io));
-  for (const c of [dlqCommand(ctx), eventsCommand(ctx), replayCommand(ctx), schemasCommand(ctx), topicsCommand(ctx)])
+  for (const c of [
+    aclsCommand(ctx),
+    dlqCommand(ctx),
+    eventsCommand(ctx),
+    replayCommand(ctx),
+    schemasCommand(ctx),
+    topicsCommand(ctx),
+  ])
     program.addCommand(c);
 
   program
@@ -101,6 +109,10 @@ export async function runCli(argv: string[], io: Io): Promise<ExitCode> {
 
 function describe(err: unknown): { message: string; code: ExitCode } {
   if (err instanceof CliError) return { message: err.message, code: err.code };
+  // a credential or an ACL the broker refused (kafkajs wraps it): typed, with its cause, exit 5
+  const security = brokerSecurityFailure(err);
+  if (security)
+    return { message: `${security.code} (${security.causa}): ${security.message}`, code: EXIT.UNAUTHORIZED };
   if (err instanceof FeromoniosError) {
     const code =
       err.code === 'BAD_REQUEST' || err.code === 'CONFIG_INVALID' || err.code === 'CATALOG_INVALID'

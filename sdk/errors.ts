@@ -200,7 +200,7 @@ const AUTHORIZATION: Record<string, CausaSeguranca> = {
 
 /**
  * The security failure `err` is, looking through kafkajs's wrappers (its retrier nests the
- * cause), or `undefined`. kafkajs marks TLS failures as retriable connection errors; they are not.
+ * cause; its aggregate errors list one per topic), or `undefined`. kafkajs marks TLS failures as retriable connection errors; they are not.
  */
 export function brokerSecurityFailure(err: unknown, depth = 0): BrokerSecurityError | undefined {
   if (!(err instanceof Error) || depth > 5) return undefined;
@@ -256,6 +256,12 @@ export function brokerSecurityFailure(err: unknown, depth = 0): BrokerSecurityEr
   const authz = type ? AUTHORIZATION[type] : undefined;
   if (type && authz)
     return new BrokerSecurityError('BROKER_AUTHORIZATION', authz, `broker denied it (${type}): ${e.message}`, err);
+  // kafkajs's aggregate errors (`createTopics`: "Topic creation errors") list one error per topic
+  const errors = (e as { errors?: unknown }).errors;
+  for (const inner of Array.isArray(errors) ? errors.slice(0, 20) : []) {
+    const found = brokerSecurityFailure(inner, depth + 1);
+    if (found) return found;
+  }
   return brokerSecurityFailure(e.cause, depth + 1) ?? brokerSecurityFailure(e.originalError, depth + 1);
 }
 

@@ -39,7 +39,15 @@ import {
 } from './reprocessing/dlq-reprocessing';
 import { DlqEntries, type EntradaDLQ, type FiltrosEntradasDLQ, type ResumoDLQ } from './reprocessing/dlq-entries';
 import type { MotivoEstacionamento, SelecaoDLQ } from './reprocessing/dlq-selection';
-import { ColonySubscriber, type ManipuladorEvento, type OpcoesInscricao } from './consuming/subscriber';
+import {
+  ColonySubscriber,
+  type FalhaInscricao,
+  type ManipuladorEvento,
+  type OpcoesInscricao,
+} from './consuming/subscriber';
+
+/** Why a colony's subscription is not consuming: its last failure, typed (docs/consuming.md). */
+export type EstadoFalhaInscricao = Omit<FalhaInscricao, 'causaMetrica'>;
 import { TopicNames } from './wire/topics';
 
 /** Options of one `publicar` call. */
@@ -300,10 +308,16 @@ export class EventBus implements Barramento {
   /**
    * Each colony's consumer, for the colony's own `/ready`: `consumindo` is false while its
    * subscription is being (re)tried — the broker unreachable at boot, or after a crash — which
-   * the SDK does by itself, with backoff (`feromonios_subscriber_restarts_total`).
+   * the SDK does by itself, with backoff (`feromonios_subscriber_restarts_total`). `falha` says
+   * why while it is not consuming: `code` `BROKER_AUTHORIZATION` with `causa` `group` or `topic`
+   * when the broker's ACLs refuse this colony's principal (docs/security.md), which waiting does
+   * not fix; `BROKER_UNAVAILABLE` when the brokers are only unreachable.
    */
-  estadoDasInscricoes(): Array<{ colonia: string; consumindo: boolean }> {
-    return [...this.colonias.entries()].map(([colonia, sub]) => ({ colonia, consumindo: sub.consumindo }));
+  estadoDasInscricoes(): Array<{ colonia: string; consumindo: boolean; falha?: EstadoFalhaInscricao }> {
+    return [...this.colonias.entries()].map(([colonia, sub]) => {
+      const falha = sub.ultimaFalha;
+      return { colonia, consumindo: sub.consumindo, ...(falha ? { falha } : {}) };
+    });
   }
 
   /** Seed 4.3: paginated query of the log (`limite` capped at 500), redacted payloads. */

@@ -4,7 +4,7 @@
  * the inbox and the outbox. Test helpers are in `@feromonios/sdk/testing`; the wire contract
  * the platform shares is `@feromonios/sdk/wire`; service plumbing is `@feromonios/sdk/service`.
  */
-export { EventBus, type OpcoesPublicar } from './event-bus';
+export { EventBus, type EstadoFalhaInscricao, type OpcoesPublicar } from './event-bus';
 export type { Barramento, PublicarEventoDto, EventoConsultado, PosicaoKafka } from './contract';
 export {
   defaultOpcoesEventBus,

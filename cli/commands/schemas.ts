@@ -5,10 +5,10 @@ import type { Context } from '../context';
 import { CliError, EXIT } from '../exit-codes';
 import { note, printJson, printTable } from '../output';
 
-const dirOption = (c: Command): Command =>
+export const dirOption = (c: Command): Command =>
   c.option('--schemas <dir>', 'the local catalog (schemas/<tipo>/<versao>.schema.json)', 'schemas');
 
-function load(dir: string): SchemaCatalog {
+export function loadCatalog(dir: string): SchemaCatalog {
   try {
     return SchemaCatalog.load(path.resolve(dir));
   } catch (err) {
@@ -39,7 +39,7 @@ export function schemasCommand(ctx: () => Context): Command {
     schemas.command('sync').description('register every local version (idempotent; sets BACKWARD per subject)'),
   ).action(async (f: { schemas: string }) => {
     const c = ctx();
-    const entries = await syncSchemas(c.registry(), load(f.schemas), c.topics());
+    const entries = await syncSchemas(c.registry(), loadCatalog(f.schemas), c.topics());
     if (c.out.json) return printJson(c.out, entries);
     printTable(
       c.out,
@@ -51,7 +51,7 @@ export function schemasCommand(ctx: () => Context): Command {
   dirOption(schemas.command('check').description('compare without writing; exit 7 on an incompatible version')).action(
     async (f: { schemas: string }) => {
       const c = ctx();
-      const entries = await checkSchemas(c.registry(), load(f.schemas), c.topics());
+      const entries = await checkSchemas(c.registry(), loadCatalog(f.schemas), c.topics());
       const broken = entries.filter((e) => e.status === 'incompatible');
       if (c.out.json) printJson(c.out, entries);
       else
@@ -72,7 +72,7 @@ export function schemasCommand(ctx: () => Context): Command {
   ).action(async (f: { schemas: string }) => {
     const c = ctx();
     const registry = c.registry();
-    const catalog = load(f.schemas);
+    const catalog = loadCatalog(f.schemas);
     const checked = await checkSchemas(registry, catalog, c.topics());
     const latest = new Map<string, string | undefined>();
     const out: DiffEntry[] = [];

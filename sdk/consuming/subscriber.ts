@@ -3,7 +3,7 @@ import { backoffDelay, sleep } from '../runtime/retry';
 import type { Span } from '@opentelemetry/api';
 import type { Consumer, EachMessagePayload, Kafka, Message } from 'kafkajs';
 import type { EventoConsultado } from '../contract';
-import { HandlerTimeoutError, FeromoniosError, isRetriable } from '../errors';
+import { brokerSecurityFailure, HandlerTimeoutError, FeromoniosError, isRetriable, type ErrorCode } from '../errors';
 import type { EventDecoder } from '../wire/event-decoder';
 import type { Logger } from '../runtime/logger';
 import type { SdkMetrics } from '../runtime/metrics';
@@ -94,6 +94,19 @@ export const MAX_MANIPULADORES_POR_TIPO = 30;
  * One colony's consumer group (`<ns>.colonia.<colonia>`). The `inscrever` calls a colony makes
  * at boot are joined once (on the next tick); a later call re-subscribes with the new topic.
  */
+/** Why a colony's subscription is not consuming (`estadoDasInscricoes()`). */
+export interface FalhaInscricao {
+  /** `BROKER_AUTHORIZATION` (an ACL refused the group or a topic), `BROKER_AUTHENTICATION`, `BROKER_UNAVAILABLE`… */
+  code: ErrorCode;
+  /** For a security refusal: `group`, `topic`, `sasl`, `tls-…` (docs/security.md). */
+  causa?: string;
+  /** The broker's or the client's message, scrubbed, never a secret. */
+  mensagem: string;
+  /** When the subscription stopped consuming (ISO-8601). */
+  desde: string;
+  causaMetrica?: 'autorizacao' | 'autenticacao';
+}
+
 export class ColonySubscriber {
   private readonly inscricoes: Inscricao[] = [];
   private consumer: Consumer | undefined;
@@ -110,6 +123,8 @@ export class ColonySubscriber {
   private readonly consumers = new Set<Consumer>();
   /** Crashes since the consumer last joined (drives the restart backoff). */
   private crashes = 0;
+  /** Why the subscription is not consuming (the last failure), until the group joins again. */
+  private falha: FalhaInscricao | undefined;
   private readonly recent = new Map<string, true>();
   private readonly abort = new AbortController();
 
@@ -156,12 +171,15 @@ export class ColonySubscriber {
         return;
       } catch (err) {
         const delay = backoffDelay(attempt, { initialMs: 500, maxMs: 30_000 });
-        this.d.metrics.subscriberRestarts.inc({ colonia: this.d.colonia, causa: 'inscricao' });
+        const falha = this.noteFailure(err);
+        this.d.metrics.subscriberRestarts.inc({ colonia: this.d.colonia, causa: falha.causaMetrica ?? 'inscricao' });
         this.d.logger.error('subscription failed, retrying', {
           colonia: this.d.colonia,
           tentativa: attempt,
           delay_ms: delay,
-          error: scrubText((err as Error).message, undefined, 500),
+          code: falha.code,
+          ...(falha.causa ? { causa: falha.causa } : {}),
+          error: falha.mensagem,
         });
         await sleep(delay, this.abort.signal);
       }
@@ -171,6 +189,30 @@ export class ColonySubscriber {
   /** Whether the colony's consumer is consuming now (false while it is being (re)started). */
   get consumindo(): boolean {
     return this.running;
+  }
+
+  /** The last failure of the subscription, while it is not consuming. */
+  get ultimaFalha(): Omit<FalhaInscricao, 'causaMetrica'> | undefined {
+    if (this.running || !this.falha) return undefined;
+    const { causaMetrica: _, ...f } = this.falha;
+    return f;
+  }
+
+  /**
+   * Types a failure to subscribe or a crash: a refused credential or ACL (the broker names a
+   * group or a topic this colony's principal may not use) is kept apart from a broker that is
+   * only unreachable, in `estadoDasInscricoes()` and in the restart metric's `causa`.
+   */
+  private noteFailure(err: unknown): FalhaInscricao {
+    const security = brokerSecurityFailure(err);
+    this.falha = {
+      code: security?.code ?? (err instanceof FeromoniosError ? err.code : 'BROKER_UNAVAILABLE'),
+      ...(security ? { causa: security.causa } : {}),
+      mensagem: scrubText((security ?? (err as Error)).message ?? String(err), undefined, 500),
+      desde: this.falha?.desde ?? new Date().toISOString(),
+      ...(security ? { causaMetrica: security.code === 'BROKER_AUTHORIZATION' ? 'autorizacao' : 'autenticacao' } : {}),
+    };
+    return this.falha;
   }
 
   /**
@@ -273,6 +315,7 @@ export class ColonySubscriber {
       if (this.consumer !== consumer) return;
       this.running = true;
       this.crashes = 0;
+      this.falha = undefined;
       // seeks are applied (and, auto-committing, committed) before the first fetch of each partition
       for (const [topic, partitions] of Object.entries(payload.memberAssignment))
         for (const partition of partitions) {
@@ -303,10 +346,13 @@ export class ColonySubscriber {
       if (this.consumer !== consumer) return;
       this.running = false;
       const delay = backoffDelay(++this.crashes, { initialMs: 300, maxMs: 30_000 });
-      this.d.metrics.subscriberRestarts.inc({ colonia: this.d.colonia, causa: 'falha' });
+      const falha = this.noteFailure(payload.error);
+      this.d.metrics.subscriberRestarts.inc({ colonia: this.d.colonia, causa: falha.causaMetrica ?? 'falha' });
       this.d.logger.error('consumer crashed', {
         colonia: this.d.colonia,
-        error: scrubText(payload.error.message, undefined, 500),
+        code: falha.code,
+        ...(falha.causa ? { causa: falha.causa } : {}),
+        error: falha.mensagem,
         restart_ms: delay,
       });
       if (this.closed) return;

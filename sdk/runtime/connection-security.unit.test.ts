@@ -133,6 +133,12 @@ describe('broker security failures are typed and not retriable', () => {
     } as unknown as Error); // the broker error kafkajs builds from, not an Error
     expect(denied.type).toBe('TOPIC_AUTHORIZATION_FAILED');
     expect(brokerSecurityFailure(denied)).toMatchObject({ code: 'BROKER_AUTHORIZATION', causa: 'topic' });
+    // createTopics refused for one topic of several: kafkajs aggregates one error per topic
+    const aggregate = Object.assign(new Error('Topic creation errors'), {
+      name: 'KafkaJSAggregateError',
+      errors: [new Error('unrelated'), denied],
+    });
+    expect(brokerSecurityFailure(aggregate)).toMatchObject({ code: 'BROKER_AUTHORIZATION', causa: 'topic' });
     expect(
       brokerSecurityFailure(
         new KafkaJSConnectionError('Connection error: connect ECONNREFUSED', { code: 'ECONNREFUSED' }),

@@ -112,7 +112,7 @@ export class SdkMetrics {
     this.subscriberRestarts = counter(
       registry,
       'feromonios_subscriber_restarts_total',
-      "A colony's consumer started again: after a failed subscription (causa=inscricao) or a crash (causa=falha).",
+      "A colony's consumer started again: after a failed subscription (causa=inscricao) or a crash (causa=falha); refused by the broker's ACLs (causa=autorizacao) or credentials (causa=autenticacao), which waiting does not fix.",
       ['colonia', 'causa'],
     );
     this.confirmation = histogram(

@@ -17,3 +17,17 @@ export { endSpan, startBatchSpan } from '../runtime/tracing';
 export { RetentionGapDetector, type LacunaDeRetencao } from '../consuming/retention-gaps';
 export { DlqReprocessor, type DlqReprocessorDeps } from '../reprocessing/dlq-reprocessing';
 export { retirarColonia, type ColoniaRetirada } from './retire-colony';
+export {
+  aclsDoCatalogo,
+  aclsNoCluster,
+  aplicarAcls,
+  descreverAcl,
+  diferencaAcls,
+  planejarAcls,
+  principalGerido,
+  type Acl,
+  type AclPrincipals,
+  type CatalogoDeAcls,
+  type DiferencaAcls,
+  type PlanoAcls,
+} from './acls';
