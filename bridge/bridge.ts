@@ -41,6 +41,7 @@ import {
 } from '../sdk/service';
 import { recordFailure, recordResolved, type DeadLetterRecord } from './dead-letter-writer';
 import { dlqDepths, publishDlqDepths } from './dlq-depth';
+import { garantirParticoes, linhasSemMes } from './partitions';
 import { recordRetentionGap } from './retention-gap-writer';
 import { colonyGroupLags, publishGroupLags } from './group-lag';
 import { publishTimeOf, stageEvents, type StagedRow } from './event-log-writer';
@@ -79,6 +80,10 @@ export interface OpcoesBridge {
   stallAfterMs?: number;
   /** How often every colony group's lag and the DLQ depth are polled for the gauges, in milliseconds. Default 15 s. */
   gaugesIntervalMs?: number;
+  /** Months of `core.event_log` partitions kept ahead of the current one (default 3). */
+  partitionsAheadMonths?: number;
+  /** How often the partitions ahead are checked, in milliseconds (default 1 h). */
+  partitionsIntervalMs?: number;
   /** Longest wait before a crashed lane consumer is started again, in milliseconds (backoff from 500 ms). Default 30 s. */
   restartBackoffMaxMs?: number;
   /** Longest hold of an event whose `causation_id` names an event not in the log yet, in milliseconds. Default 30 s. */
@@ -167,6 +172,7 @@ export class Bridge {
   private admin: Admin | undefined;
   private watcher: NodeJS.Timeout | undefined;
   private gaugesTimer: NodeJS.Timeout | undefined;
+  private partitionsTimer: NodeJS.Timeout | undefined;
   private gaugesRunning: Promise<void> | undefined;
   private readonly dlqColonies = new Set<string>();
   private refreshing: Promise<void> | undefined;
@@ -235,6 +241,7 @@ export class Bridge {
     this.producer = new SessionProducer(this.kafka, this.o.logger);
     await this.producer.connect();
     await ensureTopics(this.admin, [this.o.topics.quarentena()], this.o.topicSettings);
+    await this.ensurePartitions();
     await this.refreshSubscription();
     this.sequencer.start();
     this.watcher = setInterval(() => {
@@ -245,6 +252,14 @@ export class Bridge {
     const gauges = () => (this.gaugesRunning ??= this.refreshGauges().finally(() => (this.gaugesRunning = undefined)));
     void gauges();
     this.gaugesTimer = setInterval(() => void gauges(), this.o.gaugesIntervalMs ?? 15_000);
+    this.partitionsTimer = setInterval(
+      () =>
+        void this.ensurePartitions().catch((err: unknown) => {
+          if (!this.stopping)
+            this.o.logger.warn('event_log partitions check failed', { error: (err as Error).message });
+        }),
+      this.o.partitionsIntervalMs ?? 3_600_000,
+    );
     this.o.logger.info('bridge started', { group: this.o.groupId, topics: this.topics });
   }
 
@@ -253,6 +268,7 @@ export class Bridge {
     this.stopping = true;
     clearInterval(this.watcher);
     clearInterval(this.gaugesTimer);
+    clearInterval(this.partitionsTimer);
     await this.gaugesRunning;
     for (const l of this.lanes) clearTimeout(l.restartTimer);
     await this.refreshing;
@@ -287,7 +303,18 @@ export class Bridge {
         (d) => publishDlqDepths(m.dlqDepth, this.dlqColonies, d),
         (err: unknown) => this.gaugeFailed('database', err),
       ),
+      linhasSemMes(this.o.pool).then(
+        (n) => m.eventLogDefaultRows.set(n),
+        (err: unknown) => this.gaugeFailed('database', err),
+      ),
     ]);
+  }
+
+  /** Keeps the months ahead of `core.event_log` (bridge/partitions.ts); logs what it created. */
+  private async ensurePartitions(): Promise<void> {
+    const criadas = await garantirParticoes(this.o.pool, this.o.partitionsAheadMonths ?? 3);
+    this.o.metrics.eventLogPartitionsCreated.inc(criadas.length);
+    if (criadas.length > 0) this.o.logger.info('event_log partitions created', { particoes: criadas });
   }
 
   private gaugeFailed(source: 'kafka' | 'database', err: unknown): void {

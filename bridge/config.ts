@@ -61,6 +61,20 @@ export const bridgeEnv = {
     unit: 'milliseconds',
     doc: 'How often the platform gauges are polled: every colony group lag (feromonios_consumer_group_lag) and DLQ depth (feromonios_dlq_depth).',
   }),
+  BRIDGE_PARTITIONS_AHEAD_MONTHS: env.int({
+    min: 1,
+    max: 24,
+    default: 3,
+    unit: 'months',
+    doc: 'Monthly partitions of core.event_log kept ahead of the current month (created at start and every BRIDGE_PARTITIONS_INTERVAL_MS).',
+  }),
+  BRIDGE_PARTITIONS_INTERVAL_MS: env.int({
+    min: 1000,
+    max: 86_400_000,
+    default: 3_600_000,
+    unit: 'milliseconds',
+    doc: 'How often the bridge checks that the months ahead of core.event_log exist.',
+  }),
   BRIDGE_CAUSAL_HOLD_MS: env.int({
     min: 0,
     max: 3_600_000,

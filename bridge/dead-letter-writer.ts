@@ -33,8 +33,8 @@ export type DeadLetterResult =
  * `tentativas` and reopens the row to `pendente` (clearing `resolvido_em`), or marks it
  * `failed_permanent` with `resolvido_em` and the reason in `motivo` once `maxTentativas` is
  * reached (the failure-count half of the loop guard; the reprocessor guards rounds).
- * The row needs the event's `sequence_number` (and its FK): when the bridge has not written the
- * event yet, nothing is written and `event-not-in-log` is returned so the caller can wait.
+ * The row needs the event's `sequence_number` (and its FK, on `core.event_ids`: an archived
+ * month's events keep theirs): when the bridge has not written the event yet, nothing is written and `event-not-in-log` is returned so the caller can wait.
  */
 export async function recordFailure(
   pool: pg.Pool,
@@ -48,7 +48,7 @@ export async function recordFailure(
             CASE WHEN 1 >= $7 THEN 'failed_permanent' ELSE 'pendente' END,
             CASE WHEN 1 >= $7 THEN now() END,
             CASE WHEN 1 >= $7 THEN format('loop guard: failed %s time(s) (DLQ_MAX_TENTATIVAS)', $7::int) END
-       FROM core.event_log el WHERE el.event_id = $1
+       FROM core.event_ids el WHERE el.event_id = $1
      ON CONFLICT (event_id, colonia) DO UPDATE SET
             tentativas       = d.tentativas + 1,
             ultima_tentativa = EXCLUDED.ultima_tentativa,

@@ -177,7 +177,7 @@ export async function moveToEventLog(
                     SELECT event_id, tipo, versao_schema, timestamp, origem, correlacao_id, causation_id, tenant_id, payload,
                            kafka_topic, kafka_partition, kafka_offset
                       FROM moved m
-                     WHERE NOT EXISTS (SELECT 1 FROM core.event_log l WHERE l.event_id = m.event_id)
+                     WHERE NOT EXISTS (SELECT 1 FROM core.event_ids l WHERE l.event_id = m.event_id)
                      ORDER BY ord
                     RETURNING event_id, sequence_number)
        SELECT m.event_id::text, i.sequence_number::text, m.tipo

@@ -39,6 +39,8 @@ async function main(): Promise<void> {
     orderMaxIdleMs: cfg.BRIDGE_ORDER_MAX_IDLE_MS,
     stallAfterMs: cfg.BRIDGE_STALL_AFTER_MS,
     gaugesIntervalMs: cfg.BRIDGE_GAUGES_INTERVAL_MS,
+    partitionsAheadMonths: cfg.BRIDGE_PARTITIONS_AHEAD_MONTHS,
+    partitionsIntervalMs: cfg.BRIDGE_PARTITIONS_INTERVAL_MS,
     dlqMaxTentativas: cfg.DLQ_MAX_TENTATIVAS,
     logger,
     metrics,

@@ -120,6 +120,16 @@ export class BridgeMetrics {
     help: 'Events staged and not yet in core.event_log, as the sequencer last counted (leader only).',
     registers: [this.registry],
   });
+  readonly eventLogDefaultRows = new Gauge({
+    name: 'feromonios_bridge_event_log_default_rows',
+    help: 'Rows of core.event_log in the DEFAULT partition (no month covered them; at most 10000 counted). Should be 0: the bridge creates months ahead.',
+    registers: [this.registry],
+  });
+  readonly eventLogPartitionsCreated = new Counter({
+    name: 'feromonios_bridge_event_log_partitions_created_total',
+    help: 'Monthly partitions of core.event_log this bridge created (at start and every BRIDGE_PARTITIONS_INTERVAL_MS).',
+    registers: [this.registry],
+  });
   readonly sequencerLeader = new Gauge({
     name: 'feromonios_bridge_sequencer_leader',
     help: '1 when this instance is the active sequencer (one per database), else 0.',

@@ -197,7 +197,7 @@ export class Sequencer {
         ? []
         : (
             await this.o.pool.query<{ event_id: string }>(
-              'SELECT event_id::text FROM core.event_log WHERE event_id = ANY($1::uuid[])',
+              'SELECT event_id::text FROM core.event_ids WHERE event_id = ANY($1::uuid[])',
               [causes],
             )
           ).rows.map((r) => r.event_id),

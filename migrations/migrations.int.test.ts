@@ -1,29 +1,5 @@
-import pg from 'pg';
 import { MIGRATIONS, migrateLatest, rollbackLatest } from './index';
-import { randomSuffix, serviceEnv, trackClient } from '../test/harness';
-
-async function emptyDatabase(): Promise<string> {
-  const { databaseUrl } = serviceEnv();
-  const name = `fero_t_${process.env.FEROMONIOS_TEST_RUN_ID ?? 'x'}_mig${randomSuffix()}`;
-  const admin = new pg.Client({ connectionString: databaseUrl });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`).finally(() => admin.end());
-  const u = new URL(databaseUrl);
-  u.pathname = `/${name}`;
-  return u.toString();
-}
-
-async function query<T extends pg.QueryResultRow>(url: string, sql: string): Promise<T[]> {
-  const c = new pg.Client({ connectionString: url });
-  const done = trackClient('pg client');
-  await c.connect();
-  try {
-    return (await c.query<T>(sql)).rows;
-  } finally {
-    await c.end();
-    done();
-  }
-}
+import { emptyDatabase, query } from './testing';
 
 /** Columns, indexes and constraints of `core`, as a comparable snapshot. */
 async function schemaSnapshot(url: string): Promise<string[]> {
@@ -63,11 +39,13 @@ describe('core schema migrations', () => {
         'event_log.payload jsonb NO ',
         "dead_letter_queue.status character varying NO 'pendente'::character varying",
         'dead_letter_queue.resolvido_em timestamp with time zone(2) YES ',
-        'CREATE UNIQUE INDEX event_log_event_id_key ON core.event_log USING btree (event_id)',
-        'CREATE INDEX event_log_tipo_timestamp_idx ON core.event_log USING btree (tipo, "timestamp")',
+        // Phase 2 (ADR 0017): the log is partitioned by month; event_id is unique in core.event_ids
+        'CREATE UNIQUE INDEX event_ids_pkey ON core.event_ids USING btree (event_id)',
+        'CREATE INDEX event_log_event_id_idx ON ONLY core.event_log USING btree (event_id)',
+        'CREATE INDEX event_log_tipo_timestamp_idx ON ONLY core.event_log USING btree (tipo, "timestamp")',
         'CREATE UNIQUE INDEX dead_letter_queue_event_id_colonia_key ON core.dead_letter_queue USING btree (event_id, colonia)',
         'CREATE INDEX dead_letter_queue_status_colonia_idx ON core.dead_letter_queue USING btree (status, colonia)',
-        'dead_letter_queue_event_id_fkey FOREIGN KEY (event_id) REFERENCES core.event_log(event_id)',
+        'dead_letter_queue_event_id_fkey FOREIGN KEY (event_id) REFERENCES core.event_ids(event_id)',
       ]),
     );
   });

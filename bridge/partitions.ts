@@ -1,0 +1,23 @@
+import type pg from 'pg';
+
+/**
+ * The monthly partitions of `core.event_log` (docs/bridge.md, "Monthly partitions"; ADR 0017):
+ * creates the current month and `mesesAFrente` months ahead that do not exist yet, through the
+ * database's own `core.garantir_particoes_event_log` (so `psql` and the bridge do the same
+ * thing, serialised by an advisory lock). Returns the partitions it created.
+ */
+export async function garantirParticoes(pool: pg.Pool, mesesAFrente: number): Promise<string[]> {
+  const { rows } = await pool.query<{ p: string }>('SELECT core.garantir_particoes_event_log($1) AS p', [mesesAFrente]);
+  return rows.map((r) => r.p);
+}
+
+/**
+ * Rows in the DEFAULT partition (at most 10,000 counted): rows no month covered when they were
+ * written. Normally 0 — the bridge keeps months ahead; creating the month moves them out.
+ */
+export async function linhasSemMes(pool: pg.Pool): Promise<number> {
+  const { rows } = await pool.query<{ n: number }>(
+    'SELECT count(*)::int AS n FROM (SELECT 1 FROM core.event_log_padrao LIMIT 10000) s',
+  );
+  return rows[0]?.n ?? 0;
+}
