@@ -534,7 +534,18 @@ describe('a colony that subscribes while the broker is unreachable (issue #12, c
         (v) => v.labels.causa === 'inscricao',
       )?.value ?? 0;
     await waitFor(async () => (await failedAttempts()) > 0, { message: 'a failed subscription attempt, counted' });
-    expect(colony.estadoDasInscricoes()).toEqual([{ colonia: 'D-16', consumindo: false }]);
+    // not consuming, and why: the broker is unreachable (a retriable outage, not a refusal)
+    expect(colony.estadoDasInscricoes()).toEqual([
+      {
+        colonia: 'D-16',
+        consumindo: false,
+        falha: {
+          code: 'BROKER_UNAVAILABLE',
+          mensagem: expect.stringContaining('ECONNREFUSED'),
+          desde: expect.any(String),
+        },
+      },
+    ]);
     proxy.listen(proxyPort, '127.0.0.1');
     await colony.inscricoesProntas();
     const e = await publisher.publicar({

@@ -1,4 +1,5 @@
 import http from 'node:http';
+import fc from 'fast-check';
 import type { AddressInfo } from 'node:net';
 import { RegistryError } from '../errors';
 import { ConfluentSchemaRegistry } from './registry';
@@ -47,6 +48,27 @@ describe('registry credentials', () => {
     expect(err).toMatchObject({ code: 'REGISTRY_REJECTED', status: 401, retriable: false });
     expect(err.message).toContain('HTTP 401');
     expect(err.message).not.toContain('not-the-secret');
+  });
+
+  it('property: any user and password in the URL reach the header intact and never an error message', async () => {
+    // printable secrets with the characters URLs treat specially
+    const secret = fc.string({ unit: fc.constantFrom(...'aZ09:@/%?#&+ =!~*'.split('')), minLength: 8, maxLength: 30 });
+    await fc.assert(
+      fc.asyncProperty(secret, secret, async (username, password) => {
+        const before = seen.length;
+        const r = new ConfluentSchemaRegistry({
+          url: `http://${encodeURIComponent(username)}:${encodeURIComponent(password)}@${base}`,
+          retries: 0,
+        });
+        const err = (await r.subjects().catch((e: unknown) => e)) as RegistryError;
+        // the server refuses them (not its key): the header carried exactly what was given
+        expect(seen.slice(before)).toEqual([`Basic ${Buffer.from(`${username}:${password}`).toString('base64')}`]);
+        expect(err).toMatchObject({ code: 'REGISTRY_REJECTED', status: 401 });
+        expect(err.message).not.toContain(encodeURIComponent(password));
+        expect(err.message.includes(password)).toBe(false);
+      }),
+      { numRuns: 40 },
+    );
   });
 
   it('sends nothing when no credentials are given', async () => {
