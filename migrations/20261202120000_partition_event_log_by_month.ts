@@ -56,13 +56,7 @@ export async function up(knex: Knex): Promise<void> {
 
     ALTER TABLE core.event_log ADD CONSTRAINT event_log_pkey PRIMARY KEY (sequence_number, criado_em);
     CREATE INDEX event_log_event_id_idx       ON core.event_log (event_id);
-    CREATE INDEX event_log_tipo_idx           ON core.event_log (tipo);
-    CREATE INDEX event_log_correlacao_id_idx  ON core.event_log (correlacao_id);
-    CREATE INDEX event_log_timestamp_idx      ON core.event_log (timestamp);
-    CREATE INDEX event_log_origem_idx         ON core.event_log (origem);
-    CREATE INDEX event_log_tipo_timestamp_idx ON core.event_log (tipo, timestamp);
-    CREATE INDEX event_log_payload_idx        ON core.event_log USING gin (payload jsonb_path_ops);
-    CREATE INDEX event_log_tenant_idx         ON core.event_log (tenant_id, sequence_number) WHERE tenant_id IS NOT NULL;
+    ${SECONDARY_INDEXES}
 
     CREATE FUNCTION core.registrar_event_ids() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN
@@ -74,6 +68,20 @@ export async function up(knex: Knex): Promise<void> {
            REFERENCING NEW TABLE AS novos FOR EACH STATEMENT EXECUTE FUNCTION core.registrar_event_ids();
   `);
 }
+
+/**
+ * The log's indexes besides its key and `event_id`'s, under the seed's names (and the later
+ * migrations'): the same on the plain and on the partitioned table, so `up` and `down` share them.
+ */
+const SECONDARY_INDEXES = `
+    CREATE INDEX event_log_tipo_idx           ON core.event_log (tipo);
+    CREATE INDEX event_log_correlacao_id_idx  ON core.event_log (correlacao_id);
+    CREATE INDEX event_log_timestamp_idx      ON core.event_log (timestamp);
+    CREATE INDEX event_log_origem_idx         ON core.event_log (origem);
+    CREATE INDEX event_log_tipo_timestamp_idx ON core.event_log (tipo, timestamp);
+    CREATE INDEX event_log_payload_idx        ON core.event_log USING gin (payload jsonb_path_ops);
+    CREATE INDEX event_log_tenant_idx         ON core.event_log (tenant_id, sequence_number) WHERE tenant_id IS NOT NULL;
+`;
 
 /**
  * The partition functions. Months are UTC calendar months: `core.event_log_YYYY_MM` holds
@@ -127,13 +135,7 @@ export async function down(knex: Knex): Promise<void> {
 
     ALTER TABLE core.event_log ADD CONSTRAINT event_log_pkey PRIMARY KEY (sequence_number);
     CREATE UNIQUE INDEX event_log_event_id_key ON core.event_log (event_id);
-    CREATE INDEX event_log_tipo_idx           ON core.event_log (tipo);
-    CREATE INDEX event_log_correlacao_id_idx  ON core.event_log (correlacao_id);
-    CREATE INDEX event_log_timestamp_idx      ON core.event_log (timestamp);
-    CREATE INDEX event_log_origem_idx         ON core.event_log (origem);
-    CREATE INDEX event_log_tipo_timestamp_idx ON core.event_log (tipo, timestamp);
-    CREATE INDEX event_log_payload_idx        ON core.event_log USING gin (payload jsonb_path_ops);
-    CREATE INDEX event_log_tenant_idx         ON core.event_log (tenant_id, sequence_number) WHERE tenant_id IS NOT NULL;
+    ${SECONDARY_INDEXES}
 
     ALTER TABLE core.dead_letter_queue DROP CONSTRAINT dead_letter_queue_event_id_fkey;
     ALTER TABLE core.dead_letter_queue ADD CONSTRAINT dead_letter_queue_event_id_fkey
