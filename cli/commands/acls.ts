@@ -41,9 +41,7 @@ export function aclsCommand(ctx: () => Context): Command {
     acls.command('diff').description('what `acls apply` would add and remove (exit 7 when the cluster differs)'),
   ).action(async (f: AclFlags) => {
     const c = ctx();
-    const plano = await withAdmin(c.kafka(), (admin) =>
-      planejarAcls(admin, loadCatalog(f.schemas), c.topics(), principalsOf(f)),
-    );
+    const plano = await against(c, f, planejarAcls);
     print(c, plano, 'would');
     if (plano.adicionar.length + plano.remover.length > 0)
       throw new CliError(
@@ -56,13 +54,16 @@ export function aclsCommand(ctx: () => Context): Command {
     acls.command('apply').description('create the missing ACLs and delete the managed ones no longer wanted'),
   ).action(async (f: AclFlags) => {
     const c = ctx();
-    const plano = await withAdmin(c.kafka(), (admin) =>
-      aplicarAcls(admin, loadCatalog(f.schemas), c.topics(), principalsOf(f)),
-    );
-    print(c, plano, 'did');
+    print(c, await against(c, f, aplicarAcls), 'did');
   });
 
   return acls;
+}
+
+/** Runs `plan` (diff or apply) with the catalog, loaded before any connection, and an admin client. */
+function against(c: Context, f: AclFlags, plan: typeof planejarAcls): Promise<PlanoAcls> {
+  const catalog = loadCatalog(f.schemas);
+  return withAdmin(c.kafka(), (admin) => plan(admin, catalog, c.topics(), principalsOf(f)));
 }
 
 function print(c: Context, p: PlanoAcls, mode: 'would' | 'did'): void {

@@ -53,29 +53,36 @@ const PRINCIPAL_RE = /^User:[^\s;,]{1,200}$/;
 
 const DEFAULT_COLONIA = 'User:colonia-{colonia}';
 
+/** The principals, checked once: names, the colony template, and which principals are managed. */
 function principals(topics: TopicNames, p: AclPrincipals) {
   const colonia = p.colonia ?? DEFAULT_COLONIA;
   const bridge = p.bridge ?? 'User:feromonios-bridge';
   const plataforma = p.plataforma ?? 'User:feromonios-plataforma';
-  const problems: string[] = [];
-  if (!colonia.includes('{colonia}')) problems.push('colonia: the template must contain {colonia}');
+  const problems: Array<[field: string, problem: string]> = [];
+  if (!colonia.includes('{colonia}')) problems.push(['colonia', 'the template must contain {colonia}']);
   for (const [k, v] of [
     ['colonia', colonia.replace('{colonia}', 'D-1')],
     ['bridge', bridge],
     ['plataforma', plataforma],
   ] as const)
-    if (!PRINCIPAL_RE.test(v)) problems.push(`${k}: expected "User:<name>" without spaces, commas or semicolons`);
-  if (new Set([bridge, plataforma]).size < 2) problems.push('bridge and plataforma must be different principals');
+    if (!PRINCIPAL_RE.test(v)) problems.push([k, 'expected "User:<name>" without spaces, commas or semicolons']);
+  if (bridge === plataforma) problems.push(['plataforma', "must be a principal other than the bridge's"]);
   if (problems.length > 0)
     throw new ConfigError(
-      `ACL principals: ${problems.join('; ')}`,
-      problems.map((x) => `principals.${x.split(':')[0]}`),
+      `ACL principals: ${problems.map(([k, m]) => `${k}: ${m}`).join('; ')}`,
+      problems.map(([k]) => `principals.${k}`),
     );
+  const [antes, depois = ''] = colonia.split('{colonia}') as [string, string?];
   return {
     colonia: (c: string) => colonia.replaceAll('{colonia}', c),
     bridge,
     plataforma,
     grupoBridge: p.grupoBridge ?? `${topics.namespace}-bridge`,
+    /** The bridge's, the platform's, or a colony's by the template. */
+    gerido: (principal: string): boolean =>
+      principal === bridge ||
+      principal === plataforma ||
+      (principal.length > antes.length + depois.length && principal.startsWith(antes) && principal.endsWith(depois)),
   };
 }
 
@@ -247,13 +254,7 @@ export interface PlanoAcls extends DiferencaAcls {
 
 /** Whether `principal` is one this module manages: the bridge's, the platform's, or a colony's by the template. */
 export function principalGerido(principal: string, topics: TopicNames, p: AclPrincipals = {}): boolean {
-  const who = principals(topics, p);
-  const [antes, depois = ''] = (p.colonia ?? DEFAULT_COLONIA).split('{colonia}') as [string, string?];
-  return (
-    principal === who.bridge ||
-    principal === who.plataforma ||
-    (principal.length > antes.length + depois.length && principal.startsWith(antes) && principal.endsWith(depois))
-  );
+  return principals(topics, p).gerido(principal);
 }
 
 /**
@@ -267,12 +268,13 @@ export async function planejarAcls(
   topics: TopicNames,
   p: AclPrincipals = {},
 ): Promise<PlanoAcls> {
+  const { gerido } = principals(topics, p); // refuses bad names before reading the cluster
   const desejadas = aclsDoCatalogo(catalog, topics, p);
   const lidas = await aclsNoCluster(admin, topics);
   const d = diferencaAcls(
     desejadas,
     lidas.filter((x) => x.exprimivel).map((x) => x.acl),
-    (a) => principalGerido(a.principal, topics, p),
+    (a) => gerido(a.principal),
   );
   return {
     desejadas,
