@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { mkdtempSync, cpSync, readFileSync, writeFileSync, rmSync, createReadStream, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -18,18 +17,13 @@ import { startTestBridge } from '../test/harness/bridge';
 import { coloniesWithDlq, type ColoniesWithDlq } from '../test/harness/dlq';
 import { createTestBus } from '../test/harness/bus';
 import { ROOT } from '../test/harness/spawn';
+import { runFeromonios, type CliRun } from '../test/harness/cli';
 
 /**
  * `feromonios` end to end: the real binary (cli/bin/feromonios.cjs) against the real audit API,
  * bridge, Kafka, registry and PostgreSQL. Each verb once, plus what the issue asks to measure.
  */
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-  /** Peak and sampled resident set sizes of the CLI process, in bytes (when sampled). */
-  rss: number[];
-}
+type Run = CliRun;
 
 describe('feromonios CLI (real services)', () => {
   let db: TestDatabase;
@@ -39,42 +33,18 @@ describe('feromonios CLI (real services)', () => {
   let colonies: ColoniesWithDlq;
 
   const cli = (args: string[], o: { env?: Record<string, string>; sampleRss?: boolean } = {}): Promise<Run> =>
-    new Promise((resolve, reject) => {
-      const child = spawn(process.execPath, [path.join(ROOT, 'cli/bin/feromonios.cjs'), ...args], {
-        cwd: ROOT,
-        env: {
-          PATH: process.env.PATH ?? '',
-          HOME: process.env.HOME ?? '',
-          FEROMONIOS_API_URL: api.url,
-          FEROMONIOS_TOKEN: token,
-          KAFKA_BROKERS: serviceEnv().brokers.join(','),
-          SCHEMA_REGISTRY_URL: serviceEnv().registryUrl,
-          FEROMONIOS_TOPIC_NAMESPACE: bus.topics.namespace,
-          ...o.env,
-        },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      let stdout = '';
-      let stderr = '';
-      const rss: number[] = [];
-      child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-      child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-      const sampler = o.sampleRss
-        ? setInterval(() => {
-            try {
-              const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'));
-              if (m) rss.push(Number(m[1]) * 1024);
-            } catch {
-              // exited between two samples
-            }
-          }, 50)
-        : undefined;
-      child.on('error', reject);
-      child.on('close', (code) => {
-        if (sampler) clearInterval(sampler);
-        resolve({ code: code ?? -1, stdout, stderr, rss });
-      });
-    });
+    runFeromonios(
+      args,
+      {
+        FEROMONIOS_API_URL: api.url,
+        FEROMONIOS_TOKEN: token,
+        KAFKA_BROKERS: serviceEnv().brokers.join(','),
+        SCHEMA_REGISTRY_URL: serviceEnv().registryUrl,
+        FEROMONIOS_TOPIC_NAMESPACE: bus.topics.namespace,
+        ...o.env,
+      },
+      { sampleRss: o.sampleRss },
+    );
 
   const json = <T>(r: Run): T => {
     if (r.code !== 0) throw new Error(`exit ${r.code}: ${r.stderr}`);

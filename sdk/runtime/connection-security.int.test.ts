@@ -5,6 +5,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createTestBus } from '../../test/harness/bus';
+import { SUPER_USER } from '../../infra/tls';
 import { spawnBridge } from '../../test/harness/bridge';
 import { createTestDatabase, secureKafka, waitFor } from '../../test/harness';
 
@@ -24,7 +25,7 @@ describe('TLS and SASL towards the brokers', () => {
   const k = secureKafka();
   const ca = k.pem(k.pki.caFile);
   // the test brokers' super user: these tests are about connections, not ACLs (sdk/service/acls.int.test.ts)
-  const user = 'feromonios-test';
+  const user = SUPER_USER;
   const password = k.pki.users.scram[user]!;
 
   for (const mechanism of ['scram-sha-256', 'scram-sha-512'] as const)

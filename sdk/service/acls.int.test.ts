@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -9,7 +8,7 @@ import { SAMPLE_PAYLOADS } from '../testing';
 import { createTestBus } from '../../test/harness/bus';
 import { startTestBridge } from '../../test/harness/bridge';
 import { createTestDatabase, secureKafka, serviceEnv, testKafka, waitFor, type TestDatabase } from '../../test/harness';
-import { ROOT } from '../../test/harness/spawn';
+import { runFeromonios } from '../../test/harness/cli';
 import { runKafkaTool } from '../../infra/kafka';
 
 const categorizada = (origem = 'D-3') => ({
@@ -18,12 +17,6 @@ const categorizada = (origem = 'D-3') => ({
   correlacao_id: randomUUID(),
   payload: { ...SAMPLE_PAYLOADS['demanda.categorizada'] },
 });
-
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
 
 /**
  * Per-colony permissions enforced by the broker (issue #22, docs/security.md): the ACLs
@@ -42,25 +35,11 @@ describe('ACLs generated from the catalog, enforced by the broker', () => {
   let admin: Admin;
   let db: TestDatabase;
 
-  const cli = (args: string[], env: Record<string, string> = {}): Promise<Run> =>
-    new Promise((resolve, reject) => {
-      const child = spawn(process.execPath, [path.join(ROOT, 'cli/bin/feromonios.cjs'), ...args], {
-        cwd: ROOT,
-        env: {
-          PATH: process.env.PATH ?? '',
-          HOME: process.env.HOME ?? '',
-          KAFKA_BROKERS: serviceEnv().brokers.join(','),
-          FEROMONIOS_TOPIC_NAMESPACE: bus.topics.namespace,
-          ...env,
-        },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      let stdout = '';
-      let stderr = '';
-      child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-      child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-      child.on('error', reject);
-      child.on('close', (code) => resolve({ code: code ?? -1, stdout, stderr }));
+  const cli = (args: string[], env: Record<string, string> = {}) =>
+    runFeromonios(args, {
+      KAFKA_BROKERS: serviceEnv().brokers.join(','),
+      FEROMONIOS_TOPIC_NAMESPACE: bus.topics.namespace,
+      ...env,
     });
 
   const endOffsets = async (topic: string): Promise<number> =>
