@@ -7,9 +7,18 @@
  * - outage: tests that stop or restart a shared service, in band, after the others;
  * - faults: the 3-node cluster and processes killed for real, in band, last.
  */
-const transform = { '^.+\\.ts$': ['@swc/jest', { jsc: { target: 'es2022', parser: { syntax: 'typescript' } } }] };
+const transform = {
+  '^.+\\.ts$': ['@swc/jest', { jsc: { target: 'es2022', parser: { syntax: 'typescript' } } }],
+  // ESM-only dependencies (the Parquet library, ADR 0018): compiled to CommonJS for Jest's loader
+  // (Node >= 20.19 requires them as they are)
+  '/node_modules/hyparquet[^/]*/.+\\.js$': [
+    '@swc/jest',
+    { jsc: { target: 'es2022', parser: { syntax: 'ecmascript' } }, module: { type: 'commonjs' } },
+  ],
+};
 const common = {
   transform,
+  transformIgnorePatterns: ['/node_modules/(?!hyparquet)'],
   testEnvironment: 'node',
   moduleFileExtensions: ['ts', 'js', 'json'],
   // the built package (npm run build) is tested from outside, by test/sdk-package.e2e.test.ts

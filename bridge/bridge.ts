@@ -36,12 +36,13 @@ import {
   SessionProducer,
   backoffDelay,
   endSpan,
+  garantirParticoesDoLog as garantirParticoes,
   kafkaLogs,
+  linhasSemMes,
   startBatchSpan,
 } from '../sdk/service';
 import { recordFailure, recordResolved, type DeadLetterRecord } from './dead-letter-writer';
 import { dlqDepths, publishDlqDepths } from './dlq-depth';
-import { garantirParticoes, linhasSemMes } from './partitions';
 import { recordRetentionGap } from './retention-gap-writer';
 import { colonyGroupLags, publishGroupLags } from './group-lag';
 import { publishTimeOf, stageEvents, type StagedRow } from './event-log-writer';

@@ -3,6 +3,7 @@ import { brokerSecurityFailure, FeromoniosError, type ResumoDLQ } from '../sdk';
 import { aclsCommand } from './commands/acls';
 import { dlqCommand } from './commands/dlq';
 import { eventsCommand } from './commands/events';
+import { logCommand } from './commands/log';
 import { replayCommand } from './commands/replay';
 import { schemasCommand } from './commands/schemas';
 import { topicsCommand } from './commands/topics';
@@ -23,7 +24,9 @@ export function buildProgram(io: Io): Command {
   const env = io.env;
   let context: Context | undefined;
   const program = new Command('feromonios')
-    .description('Feromônios for the platform team: DLQ reprocessing, audit queries, replay, schemas, topics, ACLs')
+    .description(
+      'Feromônios for the platform team: DLQ reprocessing, audit queries, replay, schemas, topics, ACLs, the log archive',
+    )
     .version('0.1.0')
     .addOption(
       new Option('--api <url>', 'audit API base URL')
@@ -61,6 +64,7 @@ export function buildProgram(io: Io): Command {
     aclsCommand(ctx),
     dlqCommand(ctx),
     eventsCommand(ctx),
+    logCommand(ctx),
     replayCommand(ctx),
     schemasCommand(ctx),
     topicsCommand(ctx),

@@ -11,6 +11,7 @@ import * as payloadIndex from './20261201200000_add_event_log_payload_index';
 import * as tenantId from './20261202090000_add_event_log_tenant_id';
 import * as retentionGaps from './20261202100000_add_retention_gaps';
 import * as monthlyPartitions from './20261202120000_partition_event_log_by_month';
+import * as eventLogArchive from './20261202140000_add_event_log_archive';
 
 /**
  * The `core` schema's migrations, in order. Landed migrations are never edited: add a file
@@ -32,6 +33,7 @@ export const MIGRATIONS: ReadonlyArray<{
   { name: '20261202090000_add_event_log_tenant_id', module: tenantId },
   { name: '20261202100000_add_retention_gaps', module: retentionGaps },
   { name: '20261202120000_partition_event_log_by_month', module: monthlyPartitions },
+  { name: '20261202140000_add_event_log_archive', module: eventLogArchive },
 ];
 
 const source: Knex.MigrationSource<(typeof MIGRATIONS)[number]> = {

@@ -5,6 +5,14 @@ import { emptyDatabase, query } from './testing';
 import { trackClient } from '../test/harness';
 
 const PARTITIONING = '20261202120000_partition_event_log_by_month';
+/** The migrations after the partitioning, rolled back before it and re-applied with it. */
+const AFTER = ['20261202140000_add_event_log_archive'];
+
+/** Rolls back down to (and including) the partitioning; returns what was rolled back last. */
+async function rollbackPartitioning(url: string): Promise<string[]> {
+  for (const m of [...AFTER].reverse()) expect(await rollbackLatest(url)).toEqual([m]);
+  return rollbackLatest(url);
+}
 
 /** Every row of the log, all columns, as text in sequence order: compared before and after. */
 const everyRow = (url: string) =>
@@ -58,7 +66,7 @@ describe('the monthly-partitioned log', () => {
   it('migrates a log spread over seven months while readers poll: nothing skipped, nothing duplicated, the same rows; and back', async () => {
     const url = await emptyDatabase();
     await migrateLatest(url);
-    expect(await rollbackLatest(url)).toEqual([PARTITIONING]); // the log as it was before
+    expect(await rollbackPartitioning(url)).toEqual([PARTITIONING]); // the log as it was before
     // 7,000 rows over seven months, in sequence order, with DLQ entries pointing at some
     await query(
       url,
@@ -76,7 +84,7 @@ describe('the monthly-partitioned log', () => {
     const before = await everyRow(url);
     const readers = [poller(url), poller(url), poller(url)];
     await new Promise((r) => setTimeout(r, 50)); // some have read part of the log already
-    expect(await migrateLatest(url)).toEqual([PARTITIONING]);
+    expect(await migrateLatest(url)).toEqual([PARTITIONING, ...AFTER]);
     const last = BigInt(before.length);
     const deadline = Date.now() + 30_000;
     while (readers.some((r) => r.seen.at(-1) !== last) && Date.now() < deadline)
@@ -110,14 +118,14 @@ describe('the monthly-partitioned log', () => {
     expect(next?.s).toBe(String(before.length + 1));
 
     // down: one table again, the same rows, the unique event_id index and the FK back on it
-    expect(await rollbackLatest(url)).toEqual([PARTITIONING]);
+    expect(await rollbackPartitioning(url)).toEqual([PARTITIONING]);
     expect((await everyRow(url)).slice(0, before.length)).toEqual(before);
     const [kind] = await query<{ k: string }>(
       url,
       `SELECT relkind::text AS k FROM pg_class WHERE oid = 'core.event_log'::regclass`,
     );
     expect(kind?.k).toBe('r');
-    expect(await migrateLatest(url)).toEqual([PARTITIONING]);
+    expect(await migrateLatest(url)).toEqual([PARTITIONING, ...AFTER]);
     expect((await everyRow(url)).slice(0, before.length)).toEqual(before);
   });
 

@@ -38,6 +38,8 @@ export const ERROR_CODES = [
   'BAD_REQUEST',
   'RATE_LIMITED',
   'INTERRUPTED',
+  'ARCHIVE_UNAVAILABLE',
+  'ARCHIVE_CORRUPT',
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];

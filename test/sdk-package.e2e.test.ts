@@ -151,6 +151,9 @@ describe('the colony package, installed from its tarball outside the repository'
       '@types/pg',
       'ajv',
       'ajv-formats',
+      // reads of the log's cold archive (Parquet, ADR 0018): pure JavaScript, no install scripts
+      'hyparquet',
+      'hyparquet-writer',
       'kafkajs',
       'pg',
       'prom-client',

@@ -3,6 +3,8 @@ import type { EventoConsultado } from '../contract';
 import { FeromoniosError } from '../errors';
 import type { Logger } from '../runtime/logger';
 import { colonyCodeProblem, textProblem, timestampProblem, isUuid } from '../wire/storable';
+import { listarSegmentos, LogArquivado, uniao, type SegmentoArquivado } from './archive/archived-log';
+import type { LinhaDoLog } from './archive/parquet-file';
 
 /** Filters of `consultarEventos` (seed 4.3). */
 export interface ConsultarEventosDto {
@@ -73,8 +75,16 @@ export function pagina<T extends { sequence_number: bigint }>(
   return { linhas, proximo_cursor: rows.length > limite && last ? String(last.sequence_number) : null };
 }
 
-/** A row of the log: payload redacted (`redigido: true` says so). */
-export type EventoDoLog = EventoConsultado & { sequence_number: bigint; criado_em: string; redigido: true };
+/**
+ * A row of the log: payload redacted (`redigido: true` says so). `arquivado: true` marks a row
+ * read from the cold archive (docs/archive.md); absent, the row came from PostgreSQL.
+ */
+export type EventoDoLog = EventoConsultado & {
+  sequence_number: bigint;
+  criado_em: string;
+  redigido: true;
+  arquivado?: true;
+};
 
 export interface DLQEstatisticas {
   pendentes_por_colonia: Record<string, number>;
@@ -98,6 +108,8 @@ export const LIMITE_MAXIMO = 500;
 /** Largest `sequence_number` PostgreSQL's BIGINT holds. */
 const MAX_BIGINT = 9223372036854775807n;
 export const LOTE_REPLAY = 1000;
+/** Archived files a `consultarEventos` total reads to count matches; beyond, the total is an upper bound. */
+export const MAX_ARQUIVOS_CONTADOS = 8;
 export const MAX_LOTES_REPLAY = 100;
 
 const COLUMNS = `sequence_number::text AS sequence_number, event_id::text AS event_id, tipo, versao_schema, timestamp, origem,
@@ -117,6 +129,9 @@ export interface LogRow {
   payload: Record<string, unknown>;
   criado_em: Date;
 }
+
+/** An archived row as the SDK returns it: the same fields, marked `arquivado: true`. */
+export const eventoArquivado = (r: LogRow): EventoDoLog => ({ ...eventoDoLog(r), arquivado: true });
 
 /** A selected log row as the SDK returns it. */
 export const eventoDoLog = (r: LogRow): EventoDoLog => ({
@@ -222,6 +237,49 @@ export function filtrosValidados(filtros: ConsultarEventosDto = {}): FiltrosVali
   return out;
 }
 
+/**
+ * Whether an event matches checked filters (all but the page: `apos_sequence`, `limite`,
+ * `deslocamento`) — the predicate of the in-memory bus and of reads of archived months, the same
+ * as the SQL reader's WHERE clause.
+ */
+export function correspondeAosFiltros(f: FiltrosValidados, e: EventoDoLog): boolean {
+  return (
+    (f.tipo === undefined || e.tipo === f.tipo) &&
+    (f.origem === undefined || e.origem === f.origem) &&
+    (f.correlacao_id === undefined || e.correlacao_id === f.correlacao_id.toLowerCase()) &&
+    (f.tenant_id === undefined || e.tenant_id === (f.tenant_id === null ? null : f.tenant_id.toLowerCase())) &&
+    (f.timestamp_inicio === undefined || Date.parse(e.timestamp) >= Date.parse(f.timestamp_inicio)) &&
+    (f.timestamp_fim === undefined || Date.parse(e.timestamp) <= Date.parse(f.timestamp_fim)) &&
+    (f.sequence_inicio === undefined || e.sequence_number >= f.sequence_inicio) &&
+    (f.sequence_fim === undefined || e.sequence_number <= f.sequence_fim) &&
+    (f.payload === undefined || e.payload[f.payload.campo] === f.payload.valor)
+  );
+}
+
+/** Whether an archived file may hold rows matching the filters (its ranges, types and origins). */
+function segmentoPodeConter(f: FiltrosValidados, s: SegmentoArquivado): boolean {
+  return (
+    (f.tipo === undefined || s.tipos.includes(f.tipo)) &&
+    (f.origem === undefined || s.origens.includes(f.origem)) &&
+    (f.timestamp_inicio === undefined || s.timestamp_max.getTime() >= Date.parse(f.timestamp_inicio)) &&
+    (f.timestamp_fim === undefined || s.timestamp_min.getTime() <= Date.parse(f.timestamp_fim)) &&
+    (f.sequence_inicio === undefined || s.sequence_max >= f.sequence_inicio) &&
+    (f.sequence_fim === undefined || s.sequence_min <= f.sequence_fim) &&
+    (f.apos_sequence === undefined || s.sequence_max > f.apos_sequence)
+  );
+}
+
+const porSequence = (a: EventoDoLog, b: EventoDoLog): number =>
+  a.sequence_number < b.sequence_number ? -1 : a.sequence_number > b.sequence_number ? 1 : 0;
+
+/** Rows of both places in sequence order, each sequence once (a month moving mid-read is seen twice). */
+function juntar(a: EventoDoLog[], b: EventoDoLog[]): EventoDoLog[] {
+  if (b.length === 0) return a;
+  const out: EventoDoLog[] = [];
+  for (const e of [...a, ...b].sort(porSequence)) if (out.at(-1)?.sequence_number !== e.sequence_number) out.push(e);
+  return out;
+}
+
 /** The checked form of `replayDeSequence`'s starting point (`BAD_REQUEST` when it is not one). */
 export const cursorValidado = (deSequence: number | bigint): bigint => BigInt(seq(deSequence, 'deSequence') ?? '0');
 
@@ -230,10 +288,65 @@ export const cursorValidado = (deSequence: number | bigint): bigint => BigInt(se
  * (sections 4.3–4.5). Every query is parameterised and served by the seed's indexes.
  */
 export class EventLogReader {
+  /**
+   * @param arquivo reads of archived months (docs/archive.md): every read below also finds rows
+   *   whose month is in the cold archive, marked `arquivado: true`. Default: files in memory 4,
+   *   S3 settings from the environment.
+   */
   constructor(
     private readonly pool: pg.Pool,
     private readonly logger: Logger,
+    private readonly arquivo: LogArquivado = new LogArquivado(),
   ) {}
+
+  /**
+   * The archived files a read must look at besides PostgreSQL, from two listings: one taken
+   * before and one after the read of PostgreSQL (`antes` / `depois`). A month archived or
+   * restored between them is then found in one place or the other, never in neither (the
+   * archive's record and the partition change in one transaction).
+   */
+  private segmentos(): Promise<SegmentoArquivado[]> {
+    return listarSegmentos(this.pool);
+  }
+
+  /** Archived rows of `segs` matching `aceita`, above `apos`, at most `limite` (all when undefined). */
+  private async arquivadas(
+    segs: SegmentoArquivado[],
+    apos: bigint,
+    aceita: (e: EventoDoLog) => boolean,
+    limite?: number,
+  ): Promise<EventoDoLog[]> {
+    const out: EventoDoLog[] = [];
+    for (const s of segs) {
+      if (s.sequence_max <= apos) continue;
+      // enough rows, and this file (and every later one) starts after the last kept
+      if (limite !== undefined && out.length >= limite) {
+        out.sort(porSequence);
+        out.length = limite;
+        if (s.sequence_min > (out.at(-1) as EventoDoLog).sequence_number) break;
+      }
+      const rows = await this.arquivo.linhas(s);
+      let i = 0;
+      let hi = rows.length;
+      while (i < hi) {
+        const mid = (i + hi) >> 1;
+        if (BigInt((rows[mid] as LogRow).sequence_number) <= apos) i = mid + 1;
+        else hi = mid;
+      }
+      for (; i < rows.length; i++) {
+        const e = eventoArquivado(rows[i] as LogRow);
+        if (aceita(e)) out.push(e);
+        if (limite !== undefined && out.length >= 2 * limite) {
+          out.sort(porSequence);
+          out.length = limite;
+          if (e.sequence_number >= (out.at(-1) as EventoDoLog).sequence_number) break;
+        }
+      }
+    }
+    out.sort(porSequence);
+    if (limite !== undefined && out.length > limite) out.length = limite;
+    return out;
+  }
 
   /**
    * One page of the log matching every filter, in sequence order (seed 4.3). The page is one
@@ -266,15 +379,76 @@ export class EventLogReader {
     // the cursor narrows the page, not the total
     if (f.apos_sequence !== undefined) add('sequence_number > ?::bigint', f.apos_sequence.toString());
     const pw = where.length ? `WHERE ${where.join(' AND ')}` : '';
-    const [total, page] = await Promise.all([
+    const antes = await this.segmentos();
+    const [total, page, depois] = await Promise.all([
       this.total(w, filterParams),
       this.pool.query<LogRow>(
         `SELECT ${COLUMNS} FROM core.event_log ${pw} ORDER BY event_log.sequence_number LIMIT $${params.length + 1} OFFSET $${params.length + 2}`,
-        [...params, f.limite + 1, f.deslocamento],
+        // archived rows may come first: PostgreSQL's part of the page is then merged with them
+        antes.length > 0 ? [...params, f.deslocamento + f.limite + 1, 0] : [...params, f.limite + 1, f.deslocamento],
       ),
+      this.segmentos(),
     ]);
-    const { linhas, proximo_cursor } = pagina(page.rows.map(eventoDoLog), f.limite);
-    return { linhas, ...total, limite: f.limite, deslocamento: f.deslocamento, proximo_cursor };
+    // the total counts archived rows before the cursor too; the page only those after it
+    const doFiltro = uniao(antes, depois).filter((sg) => segmentoPodeConter({ ...f, apos_sequence: undefined }, sg));
+    const segs = doFiltro.filter((sg) => f.apos_sequence === undefined || sg.sequence_max > f.apos_sequence);
+    if (antes.length === 0 && doFiltro.length === 0) {
+      const { linhas, proximo_cursor } = pagina(page.rows.map(eventoDoLog), f.limite);
+      return { linhas, ...total, limite: f.limite, deslocamento: f.deslocamento, proximo_cursor };
+    }
+    // archived while this read ran, after its page was cut with OFFSET: read again
+    if (antes.length === 0) return this.consultarEventos(filtros);
+    const aceita = (e: EventoDoLog): boolean => correspondeAosFiltros(f, e);
+    const apos = f.apos_sequence ?? -1n;
+    const arquivadas = await this.arquivadas(segs, apos, aceita, f.deslocamento + f.limite + 1);
+    const todas = juntar(page.rows.map(eventoDoLog), arquivadas);
+    const { linhas, proximo_cursor } = pagina(todas.slice(f.deslocamento, f.deslocamento + f.limite + 1), f.limite);
+    const noArquivo = await this.totalArquivado(f, doFiltro);
+    return {
+      linhas,
+      total: total.total + noArquivo.total,
+      total_exato: total.total_exato && noArquivo.total_exato,
+      limite: f.limite,
+      deslocamento: f.deslocamento,
+      proximo_cursor,
+    };
+  }
+
+  /**
+   * Archived rows matching the filter: a file the filter covers whole (only sequence and time
+   * bounds, around its ranges) counts its manifest's rows; others are read and counted, up to
+   * `MAX_ARQUIVOS_CONTADOS` files — beyond them each counts its rows as an upper bound and the
+   * total is marked inexact.
+   */
+  private async totalArquivado(
+    f: FiltrosValidados,
+    segs: SegmentoArquivado[],
+  ): Promise<{ total: number; total_exato: boolean }> {
+    const soLimites =
+      f.tipo === undefined &&
+      f.origem === undefined &&
+      f.correlacao_id === undefined &&
+      f.tenant_id === undefined &&
+      f.payload === undefined;
+    let total = 0;
+    let exato = true;
+    let lidos = 0;
+    for (const sg of segs) {
+      const cobre =
+        soLimites &&
+        (f.sequence_inicio === undefined || f.sequence_inicio <= sg.sequence_min) &&
+        (f.sequence_fim === undefined || f.sequence_fim >= sg.sequence_max) &&
+        (f.timestamp_inicio === undefined || Date.parse(f.timestamp_inicio) <= sg.timestamp_min.getTime()) &&
+        (f.timestamp_fim === undefined || Date.parse(f.timestamp_fim) >= sg.timestamp_max.getTime());
+      if (cobre) total += sg.linhas;
+      else if (lidos++ < MAX_ARQUIVOS_CONTADOS)
+        total += (await this.arquivo.linhas(sg)).filter((r) => correspondeAosFiltros(f, eventoDoLog(r))).length;
+      else {
+        total += sg.linhas;
+        exato = false;
+      }
+    }
+    return { total, total_exato: exato };
   }
 
   /** Exact up to `LIMITE_TOTAL_EXATO` (a count that stops there); above, the planner's row estimate. */
@@ -298,7 +472,28 @@ export class EventLogReader {
     const { rows } = await this.pool.query<LogRow>(`SELECT ${COLUMNS} FROM core.event_log WHERE event_id = $1`, [
       eventId,
     ]);
-    return rows[0] ? eventoDoLog(rows[0]) : null;
+    if (rows[0]) return eventoDoLog(rows[0]);
+    const r = await this.arquivada(eventId);
+    return r ? eventoArquivado(r) : null;
+  }
+
+  /**
+   * An archived event by id: `core.event_ids` (which archiving keeps) gives its sequence number,
+   * the archive's record the file that holds it. `null` when it is in neither.
+   */
+  private async arquivada(eventId: string): Promise<LinhaDoLog | null> {
+    const { rows } = await this.pool.query<{ s: string }>(
+      'SELECT sequence_number::text AS s FROM core.event_ids WHERE event_id = $1',
+      [eventId],
+    );
+    if (!rows[0]) return null;
+    const seqn = BigInt(rows[0].s);
+    for (const sg of await this.segmentos()) {
+      if (seqn < sg.sequence_min || seqn > sg.sequence_max) continue;
+      const found = (await this.arquivo.linhas(sg)).find((l) => l.event_id === eventId);
+      if (found) return found;
+    }
+    return null;
   }
 
   /**
@@ -331,18 +526,30 @@ export class EventLogReader {
   }
 
   private async *lotes(deSequence: number | bigint, tipos?: string[]): AsyncGenerator<EventoDoLog[]> {
-    let cursor = cursorValidado(deSequence).toString();
+    let cursor = cursorValidado(deSequence);
+    const aceita = tipos && tipos.length > 0 ? (e: EventoDoLog) => tipos.includes(e.tipo) : () => true;
+    let antes = await this.segmentos();
     for (;;) {
-      const params: unknown[] = [cursor, LOTE_REPLAY];
+      const params: unknown[] = [cursor.toString(), LOTE_REPLAY];
       const filtro = tipos && tipos.length > 0 ? (params.push(tipos), 'AND tipo = ANY($3::text[])') : '';
       const { rows } = await this.pool.query<LogRow>(
         `SELECT ${COLUMNS} FROM core.event_log WHERE sequence_number > $1::bigint ${filtro} ORDER BY event_log.sequence_number LIMIT $2`,
         params,
       );
-      if (rows.length === 0) return;
-      yield rows.map(eventoDoLog);
-      cursor = (rows.at(-1) as LogRow).sequence_number;
-      if (rows.length < LOTE_REPLAY) return;
+      const depois = await this.segmentos();
+      const segs = uniao(antes, depois).filter(
+        (sg) => sg.sequence_max > cursor && (!tipos || tipos.length === 0 || sg.tipos.some((t) => tipos.includes(t))),
+      );
+      antes = depois;
+      const doLog = rows.map(eventoDoLog);
+      const lote =
+        segs.length === 0
+          ? doLog
+          : juntar(doLog, await this.arquivadas(segs, cursor, aceita, LOTE_REPLAY)).slice(0, LOTE_REPLAY);
+      if (lote.length === 0) return;
+      yield lote;
+      cursor = (lote.at(-1) as EventoDoLog).sequence_number;
+      if (lote.length < LOTE_REPLAY) return;
     }
   }
 
@@ -354,7 +561,11 @@ export class EventLogReader {
          FROM core.event_log WHERE event_id = $1`,
       [eventId],
     );
-    const r = rows[0];
+    const r =
+      rows[0] ??
+      (await this.arquivada(eventId).then((a) =>
+        a ? { topic: a.kafka_topic, partition: a.kafka_partition, offset: a.kafka_offset } : undefined,
+      ));
     return r?.topic != null && r.partition != null && r.offset != null
       ? { topic: r.topic, partition: r.partition, offset: r.offset }
       : null;
@@ -362,7 +573,8 @@ export class EventLogReader {
 
   async obterMaiorSequence(): Promise<bigint> {
     const { rows } = await this.pool.query<{ s: string | null }>(
-      'SELECT max(sequence_number)::text AS s FROM core.event_log',
+      `SELECT greatest((SELECT max(sequence_number) FROM core.event_log),
+                       (SELECT max(sequence_max) FROM core.event_log_arquivo))::text AS s`,
     );
     return BigInt(rows[0]?.s ?? '0');
   }

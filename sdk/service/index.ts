@@ -5,7 +5,7 @@
  * backoff and jitter, transactions, and the DLQ reprocessing engine the audit API drives.
  */
 export { env, readEnv, renderEnvExample, type EnvSpec, type EnvValues, type EnvVar } from './env';
-export { connectionEnv } from './config';
+export { archiveEnv, connectionEnv } from './config';
 export { onShutdown, runMain } from './process';
 export { jsonLogger, silentLogger, type LogFields, type LogLevel, type Logger } from '../runtime/logger';
 export { kafkaLogs } from '../runtime/kafka-logs';
@@ -31,3 +31,31 @@ export {
   type DiferencaAcls,
   type PlanoAcls,
 } from './acls';
+export { garantirParticoes as garantirParticoesDoLog, linhasSemMes } from '../log/partitions';
+export {
+  arquivarAntigos,
+  arquivarMes,
+  mesesArquivaveis,
+  mesesDoLog,
+  restaurarMes,
+  verificarMes,
+  type ArquivoDoManifesto,
+  type Manifesto,
+  type MesDoLog,
+  type OpcoesArquivamento,
+  type OpcoesLeituraManutencao,
+  type ProgressoArquivo,
+  type ResultadoArquivamento,
+  type ResultadoRestauracao,
+  type VerificacaoDoMes,
+} from '../log/archive/archiver';
+export {
+  abrirDestino,
+  BucketS3,
+  DiretorioLocal,
+  opcoesS3DoAmbiente,
+  type DestinoArquivo,
+  type OpcoesS3,
+} from '../log/archive/destination';
+export { LogArquivado, type OpcoesLeituraArquivo, type SegmentoArquivado } from '../log/archive/archived-log';
+export { EventLogReader } from '../log/event-log-reader';

@@ -14,6 +14,7 @@ import {
 import {
   cursorValidado,
   filtrosValidados,
+  correspondeAosFiltros,
   pagina,
   type ConsultarEventosDto,
   type DLQEntrada,
@@ -151,20 +152,7 @@ export class InMemoryEventBus implements Barramento {
   consultarEventos(filtros: ConsultarEventosDto = {}): Promise<ResultadoPaginado<EventoDoLog>> {
     return this.read(() => {
       const f = filtrosValidados(filtros);
-      const inicio = f.timestamp_inicio === undefined ? undefined : Date.parse(f.timestamp_inicio);
-      const fim = f.timestamp_fim === undefined ? undefined : Date.parse(f.timestamp_fim);
-      const rows = this.log.filter(
-        (e) =>
-          (f.tipo === undefined || e.tipo === f.tipo) &&
-          (f.origem === undefined || e.origem === f.origem) &&
-          (f.correlacao_id === undefined || e.correlacao_id === f.correlacao_id.toLowerCase()) &&
-          (f.tenant_id === undefined || e.tenant_id === (f.tenant_id === null ? null : f.tenant_id.toLowerCase())) &&
-          (inicio === undefined || Date.parse(e.timestamp) >= inicio) &&
-          (fim === undefined || Date.parse(e.timestamp) <= fim) &&
-          (f.sequence_inicio === undefined || e.sequence_number >= f.sequence_inicio) &&
-          (f.sequence_fim === undefined || e.sequence_number <= f.sequence_fim) &&
-          (f.payload === undefined || e.payload[f.payload.campo] === f.payload.valor),
-      );
+      const rows = this.log.filter((e) => correspondeAosFiltros(f, e));
       const after = f.apos_sequence;
       const from = after === undefined ? rows : rows.filter((e) => e.sequence_number > after);
       const { linhas, proximo_cursor } = pagina(from.slice(f.deslocamento, f.deslocamento + f.limite + 1), f.limite);

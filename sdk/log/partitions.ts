@@ -1,7 +1,8 @@
 import type pg from 'pg';
 
 /**
- * The monthly partitions of `core.event_log` (docs/bridge.md, "Monthly partitions"; ADR 0017):
+ * The monthly partitions of `core.event_log` (docs/bridge.md, "Monthly partitions"; ADR 0017) —
+ * used by the bridge and by `feromonios log partitions`:
  * creates the current month and `mesesAFrente` months ahead that do not exist yet, through the
  * database's own `core.garantir_particoes_event_log` (so `psql` and the bridge do the same
  * thing, serialised by an advisory lock). Returns the partitions it created.

@@ -1,0 +1,58 @@
+import { query } from '../migrations/testing';
+import { MONTHS, PER_MONTH, populatedLog, tempDir } from '../test/harness/archive';
+import { runFeromonios } from '../test/harness/cli';
+
+/**
+ * `feromonios log …` (docs/archive.md, docs/cli.md) as an operator runs it: the months, archive
+ * of the old ones with progress, a verification that catches a missing file, restore.
+ */
+describe('feromonios log', () => {
+  it('lists months, archives the old ones, verifies, restores', async () => {
+    const db = await populatedLog();
+    const dir = await tempDir();
+    const env = { DATABASE_URL: db.url, FEROMONIOS_ARCHIVE_URL: dir };
+    const json = <T>(r: { code: number; stdout: string; stderr: string }): T => {
+      expect({ code: r.code, stderr: r.code === 0 ? '' : r.stderr }).toEqual({ code: 0, stderr: '' });
+      return JSON.parse(r.stdout) as T;
+    };
+
+    const months = json<Array<{ mes: string; onde: string }>>(await runFeromonios(['--json', 'log', 'months'], env));
+    expect(months.filter((m) => MONTHS.includes(m.mes)).map((m) => m.onde)).toEqual([
+      'postgres',
+      'postgres',
+      'postgres',
+    ]);
+
+    // every month at least 3 months old, with progress on stderr
+    const archive = await runFeromonios(['log', 'archive', '--older-than', '3', '--rows-per-file', '50'], env);
+    expect(archive.code).toBe(0);
+    expect(archive.stderr).toMatch(/2026-07 arquivo event_log\/2026\/07\/part-00001\.parquet \(50 rows\)/);
+    expect(archive.stderr).toMatch(/2026-09 particao-removida/);
+    expect(archive.stdout).toMatch(/2026-08\s+arquivado\s+90\s+2/);
+    const after = json<Array<{ mes: string; onde: string; linhas: number }>>(
+      await runFeromonios(['--json', 'log', 'months'], env),
+    );
+    expect(after.filter((m) => MONTHS.includes(m.mes))).toEqual(
+      MONTHS.map((mes) => expect.objectContaining({ mes, onde: 'arquivo', linhas: PER_MONTH }) as unknown),
+    );
+
+    expect((await runFeromonios(['log', 'verify', '--month', '2026-08'], env)).code).toBe(0);
+    // a file gone from the destination: verify exits 7 and names it
+    const fs = await import('node:fs/promises');
+    await fs.rm(`${dir}/event_log/2026/08/part-00002.parquet`);
+    const bad = await runFeromonios(['log', 'verify', '--month', '2026-08'], env);
+    expect(bad.code).toBe(7);
+    expect(bad.stdout).toMatch(/part-00002\.parquet/);
+
+    const restored = json<{ resultado: string; linhas: number }>(
+      await runFeromonios(['--json', 'log', 'restore', '--month', '2026-07'], env),
+    );
+    expect(restored).toEqual({ mes: '2026-07', resultado: 'restaurado', linhas: PER_MONTH });
+    expect(await query(db.url, 'SELECT count(*)::int AS n FROM core.event_log_2026_07')).toEqual([{ n: PER_MONTH }]);
+
+    // usage errors: exit 2, nothing done
+    expect((await runFeromonios(['log', 'archive', '--month', '2026-07', '--older-than', '2'], env)).code).toBe(2);
+    expect((await runFeromonios(['log', 'archive', '--month', 'julho'], env)).code).toBe(2);
+    expect((await runFeromonios(['log', 'restore', '--month', '2019-01'], env)).code).toBe(4);
+  });
+});
