@@ -23,15 +23,31 @@ describe('feromonios log', () => {
       'postgres',
     ]);
 
+    // a month nobody created: its rows wait in DEFAULT until `log partitions --month` moves them
+    await query(
+      db.url,
+      `INSERT INTO core.event_log (event_id, tipo, origem, payload, criado_em) VALUES (gen_random_uuid(), 't', 'D-3', '{}', '2026-05-10T00:00:00Z')`,
+    );
+    const created = json<{ criadas: string[] }>(
+      await runFeromonios(['--json', 'log', 'partitions', '--month', '2026-05'], env),
+    );
+    expect(created).toEqual({ criadas: ['event_log_2026_05'] });
+    expect(await query(db.url, 'SELECT count(*)::int AS n FROM core.event_log_2026_05')).toEqual([{ n: 1 }]);
+    expect(json(await runFeromonios(['--json', 'log', 'partitions', '--month', '2026-05'], env))).toEqual({
+      criadas: [],
+    });
+
     // every month at least 3 months old, with progress on stderr
     const archive = await runFeromonios(['log', 'archive', '--older-than', '3', '--rows-per-file', '50'], env);
     expect(archive.code).toBe(0);
     expect(archive.stderr).toMatch(/2026-07 arquivo event_log\/2026\/07\/part-00001\.parquet \(50 rows\)/);
     expect(archive.stderr).toMatch(/2026-09 particao-removida/);
+    expect(archive.stdout).toMatch(/2026-05\s+arquivado\s+1\s+1/);
     expect(archive.stdout).toMatch(/2026-08\s+arquivado\s+90\s+2/);
     const after = json<Array<{ mes: string; onde: string; linhas: number }>>(
       await runFeromonios(['--json', 'log', 'months'], env),
     );
+    expect(after.find((m) => m.mes === '2026-05')).toMatchObject({ onde: 'arquivo', linhas: 1 });
     expect(after.filter((m) => MONTHS.includes(m.mes))).toEqual(
       MONTHS.map((mes) => expect.objectContaining({ mes, onde: 'arquivo', linhas: PER_MONTH }) as unknown),
     );

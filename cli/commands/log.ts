@@ -3,6 +3,7 @@ import pg from 'pg';
 import {
   abrirDestino,
   arquivarMes,
+  criarParticaoDoMes,
   garantirParticoesDoLog,
   mesesArquivaveis,
   mesesDoLog,
@@ -61,13 +62,18 @@ export function logCommand(ctx: () => Context): Command {
   databaseOption(
     log
       .command('partitions')
-      .description('create the current month and months ahead (what the bridge does every hour)')
-      .option('--ahead <n>', 'months ahead of the current one', '3'),
-  ).action(async (f: DbFlags & { ahead: string }) => {
+      .description('create the current month and months ahead (what the bridge does every hour), or one month')
+      .option('--ahead <n>', 'months ahead of the current one', '3')
+      .option('--month <YYYY-MM>', 'create this month (moving its rows out of the DEFAULT partition)'),
+  ).action(async (f: DbFlags & { ahead: string; month?: string }) => {
     const c = ctx();
     const n = Number(f.ahead);
     if (!Number.isInteger(n) || n < 0 || n > 36) throw new CliError('--ahead must be 0-36', EXIT.USAGE);
-    const created = await withPool(f, (pool) => garantirParticoesDoLog(pool, n));
+    if (f.month !== undefined && !/^\d{4}-(0[1-9]|1[0-2])$/.test(f.month))
+      throw new CliError('--month must be YYYY-MM', EXIT.USAGE);
+    const created = await withPool(f, (pool) =>
+      f.month ? criarParticaoDoMes(pool, f.month) : garantirParticoesDoLog(pool, n),
+    );
     if (c.out.json) return printJson(c.out, { criadas: created });
     note(c.out, created.length ? `created ${created.join(', ')}` : 'every month already exists');
   });

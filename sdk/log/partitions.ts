@@ -22,3 +22,14 @@ export async function linhasSemMes(pool: pg.Pool): Promise<number> {
   );
   return rows[0]?.n ?? 0;
 }
+
+/**
+ * Creates one month's partition (`YYYY-MM`) if it does not exist, moving the rows the DEFAULT
+ * partition caught for it; returns the partition created (none when it existed).
+ */
+export async function criarParticaoDoMes(pool: pg.Pool, mes: string): Promise<string[]> {
+  const { rows } = await pool.query<{ p: string | null }>('SELECT core.criar_particao_event_log($1::date) AS p', [
+    `${mes}-01`,
+  ]);
+  return rows.flatMap((r) => (r.p ? [r.p] : []));
+}

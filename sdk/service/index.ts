@@ -31,7 +31,7 @@ export {
   type DiferencaAcls,
   type PlanoAcls,
 } from './acls';
-export { garantirParticoes as garantirParticoesDoLog, linhasSemMes } from '../log/partitions';
+export { criarParticaoDoMes, garantirParticoes as garantirParticoesDoLog, linhasSemMes } from '../log/partitions';
 export {
   arquivarAntigos,
   arquivarMes,
