@@ -1,12 +1,13 @@
 /**
  * `npm run bench` (full) / `npm run bench -- --quick` (under 3 minutes): every benchmark of
  * BENCHMARKS.md against the real services, side by side with its reference in the same run.
- * `--only=publish,live,sink,replay,audit` runs a subset; `--10m` adds the 10M-row point (audit
+ * `--only=publish,live,sink,replay,audit,archive` runs a subset; `--10m` adds the 10M-row point (audit
  * API and `replayStream` on one log of 10,000,000 rows: about 15 more minutes, ~6 GB of disk). Progress on stderr, the table on
  * stdout, and BENCHMARKS.md rewritten with the machine, versions and exact command.
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { benchArchive } from './archive.bench';
 import { benchAuditApi } from './audit-api.bench';
 import { benchLarge } from './large.bench';
 import { createContext, progress } from './context';
@@ -40,6 +41,7 @@ async function main(): Promise<void> {
     if (want('sink')) results.sink = await benchSink(ctx);
     if (want('replay')) results.replay = await benchReplay(ctx);
     if (want('audit')) results.audit = [await benchAuditApi(ctx)];
+    if (want('archive')) results.archive = await benchArchive(ctx);
     if (process.argv.includes('--10m')) {
       const large = await benchLarge(ctx, 10_000_000);
       (results.audit ??= []).push(large.audit);
