@@ -317,29 +317,30 @@ export class EventLogReader {
     limite?: number,
   ): Promise<EventoDoLog[]> {
     const out: EventoDoLog[] = [];
+    // with `limite` rows kept, nothing starting after the last of them can enter the result
+    const cheio = (from: bigint): boolean => {
+      if (limite === undefined || out.length < limite) return false;
+      out.sort(porSequence);
+      out.length = limite;
+      return from > (out.at(-1) as EventoDoLog).sequence_number;
+    };
     for (const s of segs) {
       if (s.sequence_max <= apos) continue;
-      // enough rows, and this file (and every later one) starts after the last kept
-      if (limite !== undefined && out.length >= limite) {
-        out.sort(porSequence);
-        out.length = limite;
-        if (s.sequence_min > (out.at(-1) as EventoDoLog).sequence_number) break;
-      }
-      const rows = await this.arquivo.linhas(s);
-      let i = 0;
-      let hi = rows.length;
-      while (i < hi) {
-        const mid = (i + hi) >> 1;
-        if (BigInt((rows[mid] as LogRow).sequence_number) <= apos) i = mid + 1;
-        else hi = mid;
-      }
-      for (; i < rows.length; i++) {
-        const e = eventoArquivado(rows[i] as LogRow);
-        if (aceita(e)) out.push(e);
-        if (limite !== undefined && out.length >= 2 * limite) {
-          out.sort(porSequence);
-          out.length = limite;
-          if (e.sequence_number >= (out.at(-1) as EventoDoLog).sequence_number) break;
+      if (cheio(s.sequence_min)) break; // files are in sequence_min order
+      for (const g of await this.arquivo.grupos(s)) {
+        if (g.sequence_max <= apos) continue;
+        if (cheio(g.sequence_min)) break;
+        const rows = await this.arquivo.linhasDoGrupo(s, g);
+        let i = 0;
+        let hi = rows.length;
+        while (i < hi) {
+          const mid = (i + hi) >> 1;
+          if (BigInt((rows[mid] as LogRow).sequence_number) <= apos) i = mid + 1;
+          else hi = mid;
+        }
+        for (; i < rows.length; i++) {
+          const e = eventoArquivado(rows[i] as LogRow);
+          if (aceita(e)) out.push(e);
         }
       }
     }
@@ -442,7 +443,10 @@ export class EventLogReader {
         (f.timestamp_fim === undefined || Date.parse(f.timestamp_fim) >= sg.timestamp_max.getTime());
       if (cobre) total += sg.linhas;
       else if (lidos++ < MAX_ARQUIVOS_CONTADOS)
-        total += (await this.arquivo.linhas(sg)).filter((r) => correspondeAosFiltros(f, eventoDoLog(r))).length;
+        for (const g of await this.arquivo.grupos(sg))
+          total += (await this.arquivo.linhasDoGrupo(sg, g)).filter((r) =>
+            correspondeAosFiltros(f, eventoDoLog(r)),
+          ).length;
       else {
         total += sg.linhas;
         exato = false;
@@ -490,8 +494,11 @@ export class EventLogReader {
     const seqn = BigInt(rows[0].s);
     for (const sg of await this.segmentos()) {
       if (seqn < sg.sequence_min || seqn > sg.sequence_max) continue;
-      const found = (await this.arquivo.linhas(sg)).find((l) => l.event_id === eventId);
-      if (found) return found;
+      for (const g of await this.arquivo.grupos(sg)) {
+        if (seqn < g.sequence_min || seqn > g.sequence_max) continue;
+        const found = (await this.arquivo.linhasDoGrupo(sg, g)).find((l) => l.event_id === eventId);
+        if (found) return found;
+      }
     }
     return null;
   }

@@ -48,7 +48,13 @@ describe('the archive of the log', () => {
     const destino = new DiretorioLocal(dir);
     for (const mes of MONTHS.slice(0, 2)) {
       const r = await arquivarMes(
-        { pool: db.pool, destino, linhasPorArquivo: 40, progresso: (p) => progress.push(`${p.mes} ${p.etapa}`) },
+        {
+          pool: db.pool,
+          destino,
+          linhasPorArquivo: 40,
+          linhasPorGrupo: 7,
+          progresso: (p) => progress.push(`${p.mes} ${p.etapa}`),
+        },
         mes,
       );
       expect(r).toEqual({ mes, resultado: 'arquivado', linhas: PER_MONTH, arquivos: 3, destino: destino.uri });
@@ -149,7 +155,11 @@ describe('the archive of the log', () => {
     const mismatches: string[] = [];
     const readers = [0, 1].map(async (k) => {
       // its own reader: its own cache of files
-      const reader = new EventLogReader(db.pool, silentLogger, new LogArquivado({ arquivosEmMemoria: 1 }));
+      const reader = new EventLogReader(
+        db.pool,
+        silentLogger,
+        new LogArquivado({ arquivosEmMemoria: 1, gruposEmMemoria: 1 }),
+      );
       while (running) {
         const got = k === 0 ? await reader.replayDeSequence(0) : await all(reader.replayStream(0));
         const seqs = got.map((e) => e.sequence_number);
@@ -162,7 +172,8 @@ describe('the archive of the log', () => {
       }
     });
     for (let round = 0; round < 3; round++) {
-      for (const mes of MONTHS) await arquivarMes({ pool: db.pool, destino, linhasPorArquivo: 35 }, mes);
+      for (const mes of MONTHS)
+        await arquivarMes({ pool: db.pool, destino, linhasPorArquivo: 35, linhasPorGrupo: 6 }, mes);
       for (const mes of MONTHS) await restaurarMes({ pool: db.pool }, mes);
     }
     running = false;

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { abrirDestino, BucketS3, DiretorioLocal } from './destination';
-import { escreverParquet, lerParquet, sha256, somaDoConteudo, type LinhaDoLog } from './parquet-file';
+import { escreverParquet, gruposDoParquet, lerParquet, sha256, somaDoConteudo, type LinhaDoLog } from './parquet-file';
 
 /** The archive's pure parts: the Parquet round trip and the destinations a URI may name. */
 
@@ -37,8 +37,21 @@ describe('Parquet files of the archive', () => {
   it('give back every column of every row, byte for byte in the content checksum (property)', async () => {
     await fc.assert(
       fc.asyncProperty(rows, async (rs) => {
-        const bytes = escreverParquet(rs);
+        const bytes = escreverParquet(rs, 7);
         const back = await lerParquet(bytes, 'test');
+        // row groups of 7: each group's sequence range, and a group read alone
+        const grupos = gruposDoParquet(bytes, 'test');
+        expect(grupos.map((g) => [g.inicio, g.fim])).toEqual(
+          Array.from({ length: Math.ceil(rs.length / 7) }, (_, i) => [i * 7, Math.min(rs.length, i * 7 + 7)]),
+        );
+        for (const g of grupos) {
+          const part = await lerParquet(bytes, 'test', g);
+          expect(part.map((r) => r.sequence_number)).toEqual(rs.slice(g.inicio, g.fim).map((r) => r.sequence_number));
+          expect([g.sequence_min, g.sequence_max]).toEqual([
+            BigInt(rs[g.inicio]!.sequence_number),
+            BigInt(rs[g.fim - 1]!.sequence_number),
+          ]);
+        }
         expect(back.map(({ payload_json: _, ...r }) => r)).toEqual(rs);
         expect(back.map((r) => r.payload_json)).toEqual(rs.map((r) => JSON.stringify(r.payload)));
         expect(somaDoConteudo(back)).toBe(somaDoConteudo(rs));

@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import { FeromoniosError } from '../../errors';
 import { abrirDestino, opcoesS3DoAmbiente, type DestinoArquivo, type OpcoesS3 } from './destination';
-import { lerParquet, sha256, type LinhaDoLog } from './parquet-file';
+import { gruposDoParquet, lerParquet, sha256, type GrupoDeLinhas, type LinhaDoLog } from './parquet-file';
 
 /** One archived file as `core.event_log_arquivo` (and the month's manifest) describes it. */
 export interface SegmentoArquivado {
@@ -74,23 +74,53 @@ export function uniao(a: readonly SegmentoArquivado[], b: readonly SegmentoArqui
 export interface OpcoesLeituraArquivo {
   /** S3 settings for `s3://` destinations; default: the environment (`FEROMONIOS_ARCHIVE_S3_*`). */
   s3?: OpcoesS3;
-  /** Decoded files kept in memory (least recently used out first); default 4. */
+  /** Files kept in memory as fetched and checked bytes (least recently used out first); default 2. */
   arquivosEmMemoria?: number;
+  /** Decoded row groups (10,000 rows each) kept in memory; default 4. */
+  gruposEmMemoria?: number;
+}
+
+interface ArquivoCarregado {
+  bytes: ArrayBuffer;
+  grupos: GrupoDeLinhas[];
+}
+
+/** A small LRU of promises (a failed load is forgotten, so the next read tries again). */
+class Lru<V> {
+  private readonly m = new Map<string, Promise<V>>();
+  constructor(private readonly max: number) {}
+
+  get(k: string, load: () => Promise<V>): Promise<V> {
+    const hit = this.m.get(k);
+    if (hit) {
+      this.m.delete(k);
+      this.m.set(k, hit);
+      return hit;
+    }
+    const p = load();
+    this.m.set(k, p);
+    p.catch(() => this.m.delete(k));
+    while (this.m.size > this.max) this.m.delete(this.m.keys().next().value as string);
+    return p;
+  }
 }
 
 /**
  * Reads archived files for the log's readers: fetches a file from its destination, checks its
- * SHA-256 against the manifest (`ARCHIVE_CORRUPT` when it differs), decodes it and keeps the
- * last few decoded files, so a replay reading batch after batch decodes each file once.
+ * SHA-256 and row count against the record (`ARCHIVE_CORRUPT` when they differ), and decodes
+ * only the row groups a read reaches. The last few files (compressed bytes) and decoded row
+ * groups stay in memory, so a replay reading batch after batch fetches each file once and
+ * holds at most `gruposEmMemoria` × 10,000 decoded rows, whatever the size of the archive.
  */
 export class LogArquivado {
   private readonly destinos = new Map<string, DestinoArquivo>();
-  private readonly cache = new Map<string, Promise<LinhaDoLog[]>>();
-  private readonly max: number;
+  private readonly arquivos: Lru<ArquivoCarregado>;
+  private readonly decodificados: Lru<LinhaDoLog[]>;
   private readonly s3: OpcoesS3;
 
   constructor(opcoes: OpcoesLeituraArquivo = {}) {
-    this.max = Math.max(1, opcoes.arquivosEmMemoria ?? 4);
+    this.arquivos = new Lru(Math.max(1, opcoes.arquivosEmMemoria ?? 2));
+    this.decodificados = new Lru(Math.max(1, opcoes.gruposEmMemoria ?? 4));
     this.s3 = opcoes.s3 ?? opcoesS3DoAmbiente();
   }
 
@@ -100,23 +130,38 @@ export class LogArquivado {
     return d;
   }
 
-  /** The file's rows in sequence order. */
-  linhas(seg: SegmentoArquivado): Promise<LinhaDoLog[]> {
-    const k = `${seg.destino} ${seg.arquivo} ${seg.sha256}`;
-    const hit = this.cache.get(k);
-    if (hit) {
-      this.cache.delete(k);
-      this.cache.set(k, hit);
-      return hit;
-    }
-    const p = this.carregar(seg);
-    this.cache.set(k, p);
-    p.catch(() => this.cache.delete(k));
-    while (this.cache.size > this.max) this.cache.delete(this.cache.keys().next().value as string);
-    return p;
+  private chave(seg: SegmentoArquivado): string {
+    return `${seg.destino} ${seg.arquivo} ${seg.sha256}`;
   }
 
-  private async carregar(seg: SegmentoArquivado): Promise<LinhaDoLog[]> {
+  private carregado(seg: SegmentoArquivado): Promise<ArquivoCarregado> {
+    return this.arquivos.get(this.chave(seg), () => this.carregar(seg));
+  }
+
+  /** The file's row groups (sequence ranges), fetching and checking it if needed. */
+  async grupos(seg: SegmentoArquivado): Promise<GrupoDeLinhas[]> {
+    return (await this.carregado(seg)).grupos;
+  }
+
+  /** The rows of one row group, in sequence order. */
+  linhasDoGrupo(seg: SegmentoArquivado, g: GrupoDeLinhas): Promise<LinhaDoLog[]> {
+    return this.decodificados.get(`${this.chave(seg)} ${g.inicio}`, async () =>
+      lerParquet((await this.carregado(seg)).bytes, `${seg.destino}/${seg.arquivo}`, g),
+    );
+  }
+
+  /** Every row of the file in sequence order (decoded now, not kept: verify and restore). */
+  async linhas(seg: SegmentoArquivado): Promise<LinhaDoLog[]> {
+    const rows = await lerParquet((await this.carregado(seg)).bytes, `${seg.destino}/${seg.arquivo}`);
+    if (rows.length !== seg.linhas)
+      throw new FeromoniosError(
+        'ARCHIVE_CORRUPT',
+        `archive file ${seg.destino}/${seg.arquivo}: ${rows.length} rows, the manifest says ${seg.linhas}`,
+      );
+    return rows;
+  }
+
+  private async carregar(seg: SegmentoArquivado): Promise<ArquivoCarregado> {
     const onde = `${seg.destino}/${seg.arquivo}`;
     const bytes = await this.destino(seg.destino).ler(seg.arquivo);
     const soma = sha256(bytes);
@@ -125,12 +170,11 @@ export class LogArquivado {
         'ARCHIVE_CORRUPT',
         `archive file ${onde}: SHA-256 ${soma} differs from the manifest's ${seg.sha256}`,
       );
-    const rows = await lerParquet(bytes, onde);
-    if (rows.length !== seg.linhas)
-      throw new FeromoniosError(
-        'ARCHIVE_CORRUPT',
-        `archive file ${onde}: ${rows.length} rows, the manifest says ${seg.linhas}`,
-      );
-    return rows;
+    const ab = bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer;
+    const grupos = gruposDoParquet(ab, onde);
+    const n = grupos.at(-1)?.fim ?? 0;
+    if (n !== seg.linhas)
+      throw new FeromoniosError('ARCHIVE_CORRUPT', `archive file ${onde}: ${n} rows, the manifest says ${seg.linhas}`);
+    return { bytes: ab, grupos };
   }
 }

@@ -99,6 +99,8 @@ export interface OpcoesArquivamento {
   destino: DestinoArquivo;
   /** Rows per Parquet file (default 50,000: about 25 MB of decoded rows in a reader's memory). */
   linhasPorArquivo?: number;
+  /** Rows per row group, the unit a reader decodes (default 10,000). */
+  linhasPorGrupo?: number;
   /** Attempts of each write or read-back before the month's archive fails (default 4). */
   tentativas?: number;
   /** First wait between attempts (doubles each time; default 500 ms). */
@@ -192,7 +194,7 @@ function entradaDoManifesto(arquivo: string, rows: LinhaDoLog[], bytes: Uint8Arr
 
 /** Writes one file and reads it back until the copy is checked (bytes, rows, content). */
 async function gravarConferido(o: OpcoesArquivamento, chave: string, rows: LinhaDoLog[]): Promise<ArquivoDoManifesto> {
-  const bytes = escreverParquet(rows);
+  const bytes = escreverParquet(rows, o.linhasPorGrupo);
   const entrada = entradaDoManifesto(chave, rows, bytes);
   await comTentativas(o, chave, async () => {
     await o.destino.gravar(chave, bytes);

@@ -74,8 +74,8 @@ export function somaDoConteudo(rows: readonly LinhaDoLog[]): string {
 
 export const sha256 = (bytes: Uint8Array): string => createHash('sha256').update(bytes).digest('hex');
 
-/** The rows (in sequence order) as one Parquet file. */
-export function escreverParquet(rows: readonly LinhaDoLog[]): Uint8Array {
+/** The rows (in sequence order) as one Parquet file, in row groups of `linhasPorGrupo`. */
+export function escreverParquet(rows: readonly LinhaDoLog[], linhasPorGrupo = LINHAS_POR_GRUPO): Uint8Array {
   const col = <K extends keyof LinhaDoLog>(k: K): Array<LinhaDoLog[K]> => rows.map((r) => r[k]);
   const buffer = escritor().parquetWriteBuffer({
     columnData: [
@@ -105,7 +105,7 @@ export function escreverParquet(rows: readonly LinhaDoLog[]): Uint8Array {
         nullable: true,
       },
     ],
-    rowGroupSize: LINHAS_POR_GRUPO,
+    rowGroupSize: linhasPorGrupo,
     kvMetadata: [{ key: 'feromonios.formato', value: FORMATO_ARQUIVO }],
   });
   return new Uint8Array(buffer);
@@ -122,16 +122,62 @@ const texto = (v: unknown): string | null =>
         ? String(v)
         : JSON.stringify(v);
 
-/** The rows of a file written by `escreverParquet`; `ARCHIVE_CORRUPT` when it is not one. */
-export async function lerParquet(bytes: Uint8Array, onde: string): Promise<LinhaDoLog[]> {
+/** A row group of an archived file: rows `[inicio, fim)` of the file, their sequence range. */
+export interface GrupoDeLinhas {
+  inicio: number;
+  fim: number;
+  sequence_min: bigint;
+  sequence_max: bigint;
+}
+
+const corrupt = (onde: string, cause: unknown): FeromoniosError =>
+  new FeromoniosError('ARCHIVE_CORRUPT', `archive file ${onde} is not readable Parquet: ${String(cause)}`, { cause });
+
+const arrayBuffer = (bytes: Uint8Array): ArrayBuffer =>
+  bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer;
+
+/**
+ * The file's row groups from its footer, with the sequence range of each (the column statistics
+ * `escreverParquet` writes) — so a reader decodes only the groups a range reaches.
+ */
+export function gruposDoParquet(bytes: Uint8Array | ArrayBuffer, onde: string): GrupoDeLinhas[] {
+  try {
+    const meta = leitor().parquetMetadata(bytes instanceof Uint8Array ? arrayBuffer(bytes) : bytes);
+    const out: GrupoDeLinhas[] = [];
+    let inicio = 0;
+    for (const rg of meta.row_groups) {
+      const n = Number(rg.num_rows);
+      const st = rg.columns[0]?.meta_data?.statistics;
+      const min = st?.min_value;
+      const max = st?.max_value;
+      if (typeof min !== 'bigint' || typeof max !== 'bigint') throw new Error('row group without sequence statistics');
+      out.push({ inicio, fim: inicio + n, sequence_min: min, sequence_max: max });
+      inicio += n;
+    }
+    return out;
+  } catch (cause) {
+    throw corrupt(onde, cause);
+  }
+}
+
+/**
+ * The rows of a file written by `escreverParquet` (all, or rows `[inicio, fim)`);
+ * `ARCHIVE_CORRUPT` when it is not one.
+ */
+export async function lerParquet(
+  bytes: Uint8Array | ArrayBuffer,
+  onde: string,
+  faixa?: { inicio: number; fim: number },
+): Promise<LinhaDoLog[]> {
   let objs: Decoded[];
   try {
-    const ab = bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer;
-    objs = (await leitor().parquetReadObjects({ file: ab })) as Decoded[];
+    const file = bytes instanceof Uint8Array ? arrayBuffer(bytes) : bytes;
+    objs = (await leitor().parquetReadObjects({
+      file,
+      ...(faixa ? { rowStart: faixa.inicio, rowEnd: faixa.fim } : {}),
+    })) as Decoded[];
   } catch (cause) {
-    throw new FeromoniosError('ARCHIVE_CORRUPT', `archive file ${onde} is not readable Parquet: ${String(cause)}`, {
-      cause,
-    });
+    throw corrupt(onde, cause);
   }
   return objs.map((o) => ({
     sequence_number: String(o.sequence_number),
