@@ -55,6 +55,7 @@ describe('the real services the suite runs against', () => {
       'dlq_reprocessamento',
       'event_ids',
       'event_log',
+      'event_log_arquivo',
       'event_staging',
       'lacunas_retencao',
     ]);
