@@ -259,6 +259,29 @@ describe('the archive of the log', () => {
     expect((await verificarMes({ pool: db.pool }, '2026-07')).ok).toBe(true);
   });
 
+  it('keeps a month with open DLQ entries in PostgreSQL until they are resolved or parked', async () => {
+    const db = await populatedLog();
+    const destino = new DiretorioLocal(await tempDir());
+    await query(
+      db.url,
+      `INSERT INTO core.dead_letter_queue (event_id, sequence_number, colonia, mensagem_erro)
+       SELECT event_id, sequence_number, 'D-4', 'boom' FROM core.event_log_2026_07 ORDER BY sequence_number LIMIT 2`,
+    );
+    await expect(arquivarMes({ pool: db.pool, destino }, '2026-07')).rejects.toMatchObject({
+      code: 'BAD_REQUEST',
+      message: expect.stringMatching(/2 open DLQ entries \(D-4\)/) as unknown,
+    });
+    expect(await query(db.url, 'SELECT count(*)::int AS n FROM core.event_log_2026_07')).toEqual([{ n: PER_MONTH }]);
+    await query(db.url, "UPDATE core.dead_letter_queue SET status = 'failed_permanent', resolvido_em = now()");
+    expect(await arquivarMes({ pool: db.pool, destino }, '2026-07')).toMatchObject({ resultado: 'arquivado' });
+    // the parked entries keep their reference (core.event_ids), their event is read from the archive
+    const [entry] = await query<{ event_id: string }>(
+      db.url,
+      'SELECT event_id::text FROM core.dead_letter_queue LIMIT 1',
+    );
+    expect(await db.reader.obterEventoPorId(entry!.event_id)).toMatchObject({ arquivado: true });
+  });
+
   it('restores a month: the same rows in PostgreSQL, the record gone, and it can be archived again', async () => {
     const db = await populatedLog();
     const dir = await tempDir();

@@ -149,6 +149,25 @@ export interface ResultadoArquivamento {
 
 const chaveDoMes = (ano: string, mm: string): string => `event_log/${ano}/${mm}`;
 
+/**
+ * A month whose events still have open DLQ entries (`pendente`, `retrying`) is not archived:
+ * reprocessing sends the logged event back, so it must stay in PostgreSQL until the entries are
+ * resolved, reprocessed or parked (`failed_permanent`).
+ */
+async function semDlqAberta(db: pg.PoolClient, particao: string, mes: string): Promise<void> {
+  const { rows } = await db.query<{ n: number; colonias: string[] | null }>(
+    `SELECT count(*)::int AS n, array_agg(DISTINCT d.colonia) AS colonias
+       FROM core.dead_letter_queue d JOIN core.${particao} e ON e.event_id = d.event_id
+      WHERE d.status IN ('pendente', 'retrying')`,
+  );
+  const n = rows[0]?.n ?? 0;
+  if (n > 0)
+    throw new FeromoniosError(
+      'BAD_REQUEST',
+      `month ${mes} has ${n} open DLQ entr${n === 1 ? 'y' : 'ies'} (${(rows[0]?.colonias ?? []).join(', ')}): reprocess or park them before archiving it`,
+    );
+}
+
 async function comTentativas<T>(o: OpcoesArquivamento, what: string, fn: () => Promise<T>): Promise<T> {
   const max = Math.max(1, o.tentativas ?? 4);
   for (let attempt = 1; ; attempt++) {
@@ -245,6 +264,7 @@ export async function arquivarMes(o: OpcoesArquivamento, mes: string): Promise<R
         destino: segs[0]?.destino ?? '',
       };
     }
+    await semDlqAberta(lock, particao, mes);
     const base = chaveDoMes(ano, mm);
     const arquivos: ArquivoDoManifesto[] = [];
     let cursor = '-1';
@@ -296,6 +316,7 @@ export async function arquivarMes(o: OpcoesArquivamento, mes: string): Promise<R
       const { rows } = await c.query<{ n: string; max: string | null }>(
         `SELECT count(*)::text AS n, max(sequence_number)::text AS max FROM core.${particao}`,
       );
+      await semDlqAberta(c, particao, mes);
       if (Number(rows[0]?.n) !== total || rows[0]?.max !== manifesto.sequence_max)
         throw new FeromoniosError(
           'ARCHIVE_UNAVAILABLE',
