@@ -338,9 +338,13 @@ export class EventLogReader {
           if (BigInt((rows[mid] as LogRow).sequence_number) <= apos) i = mid + 1;
           else hi = mid;
         }
-        for (; i < rows.length; i++) {
+        // rows ascend within a group: past `limite` of them, none can be among the smallest
+        for (let added = 0; i < rows.length && (limite === undefined || added < limite); i++) {
           const e = eventoArquivado(rows[i] as LogRow);
-          if (aceita(e)) out.push(e);
+          if (aceita(e)) {
+            out.push(e);
+            added++;
+          }
         }
       }
     }
@@ -535,24 +539,31 @@ export class EventLogReader {
   private async *lotes(deSequence: number | bigint, tipos?: string[]): AsyncGenerator<EventoDoLog[]> {
     let cursor = cursorValidado(deSequence);
     const aceita = tipos && tipos.length > 0 ? (e: EventoDoLog) => tipos.includes(e.tipo) : () => true;
+    const util = (sg: SegmentoArquivado): boolean =>
+      sg.sequence_max > cursor && (!tipos || tipos.length === 0 || sg.tipos.some((t) => tipos.includes(t)));
     let antes = await this.segmentos();
     for (;;) {
+      // archived rows first: a full batch of them bounds what PostgreSQL must return
+      const lidos = antes.filter(util);
+      const doArquivo = lidos.length ? await this.arquivadas(lidos, cursor, aceita, LOTE_REPLAY) : [];
+      const teto = doArquivo.length >= LOTE_REPLAY ? (doArquivo.at(-1) as EventoDoLog).sequence_number : undefined;
       const params: unknown[] = [cursor.toString(), LOTE_REPLAY];
-      const filtro = tipos && tipos.length > 0 ? (params.push(tipos), 'AND tipo = ANY($3::text[])') : '';
+      const filtro = tipos && tipos.length > 0 ? (params.push(tipos), `AND tipo = ANY($${params.length}::text[])`) : '';
+      const limite =
+        teto === undefined ? '' : (params.push(teto.toString()), `AND sequence_number < $${params.length}::bigint`);
       const { rows } = await this.pool.query<LogRow>(
-        `SELECT ${COLUMNS} FROM core.event_log WHERE sequence_number > $1::bigint ${filtro} ORDER BY event_log.sequence_number LIMIT $2`,
+        `SELECT ${COLUMNS} FROM core.event_log WHERE sequence_number > $1::bigint ${filtro} ${limite} ORDER BY event_log.sequence_number LIMIT $2`,
         params,
       );
+      // files recorded while PostgreSQL was read (a month archived meanwhile) are read too
       const depois = await this.segmentos();
-      const segs = uniao(antes, depois).filter(
-        (sg) => sg.sequence_max > cursor && (!tipos || tipos.length === 0 || sg.tipos.some((t) => tipos.includes(t))),
+      const novos = depois.filter(
+        (sg) => util(sg) && !lidos.some((l) => l.destino === sg.destino && l.arquivo === sg.arquivo),
       );
       antes = depois;
-      const doLog = rows.map(eventoDoLog);
-      const lote =
-        segs.length === 0
-          ? doLog
-          : juntar(doLog, await this.arquivadas(segs, cursor, aceita, LOTE_REPLAY)).slice(0, LOTE_REPLAY);
+      let lote = juntar(rows.map(eventoDoLog), doArquivo);
+      if (novos.length) lote = juntar(lote, await this.arquivadas(novos, cursor, aceita, LOTE_REPLAY));
+      if (lote.length > LOTE_REPLAY) lote = lote.slice(0, LOTE_REPLAY);
       if (lote.length === 0) return;
       yield lote;
       cursor = (lote.at(-1) as EventoDoLog).sequence_number;

@@ -182,6 +182,30 @@ describe('the archive of the log', () => {
     expect(mismatches).toEqual([]);
   });
 
+  it('replays months whose sequence ranges interleave, over files whose first sequence numbers differ in digits', async () => {
+    const db = await populatedLog();
+    // rows logged into a past month after later months were written: 2026-08's range spans 2026-09's
+    await query(
+      db.url,
+      `INSERT INTO core.event_log (event_id, tipo, origem, payload, criado_em)
+       SELECT gen_random_uuid(), 'demanda.recebida', 'D-1', jsonb_build_object('g', g), '2026-08-15T00:00:00Z'::timestamptz + g * interval '1 second'
+         FROM generate_series(1, 5000) g`,
+    );
+    await query(
+      db.url,
+      `INSERT INTO core.event_log (event_id, tipo, origem, payload) SELECT gen_random_uuid(), 'demanda.recebida', 'D-1', '{}' FROM generate_series(1, 3000) g`,
+    );
+    const before = await db.reader.replayDeSequence(0);
+    const destino = new DiretorioLocal(await tempDir());
+    for (const mes of MONTHS)
+      await arquivarMes({ pool: db.pool, destino, linhasPorArquivo: 1500, linhasPorGrupo: 300 }, mes);
+    const reader = new EventLogReader(db.pool, silentLogger, new LogArquivado());
+    expect((await all(reader.replayStream(0))).map(semMarca)).toEqual(before);
+    expect((await reader.replayDeSequence(0)).map(semMarca)).toEqual(before);
+    const page = await reader.consultarEventos({ tipo: 'demanda.recebida', deslocamento: 1200, limite: 50 });
+    expect(page.linhas.map(semMarca)).toEqual(before.filter((e) => e.tipo === 'demanda.recebida').slice(1200, 1250));
+  });
+
   it('verifies an archive, and refuses to read a file that changed', async () => {
     const db = await populatedLog();
     const dir = await tempDir();

@@ -51,7 +51,7 @@ export async function listarSegmentos(
             sequence_max::text AS sequence_max, timestamp_min, timestamp_max, criado_em_min, criado_em_max,
             tipos, origens, bytes::text AS bytes, sha256, conteudo_sha256
        FROM core.event_log_arquivo ${mes ? "WHERE mes = to_date($1, 'YYYY-MM')" : ''}
-      ORDER BY sequence_min, arquivo`,
+      ORDER BY event_log_arquivo.sequence_min, arquivo`,
     mes ? [mes] : [],
   );
   return rows.map((r) => ({
