@@ -68,8 +68,15 @@ describe('audit API: reads of archived months', () => {
     expect(all.linhas.filter((e) => e.arquivado === true)).toHaveLength(300);
     expect(all.linhas.slice(300).some((e) => 'arquivado' in e)).toBe(false);
     const trace = await json<Page>(await api.call(`/api/events/trace/${corr}`));
-    expect(trace.linhas.map((e) => e.arquivado ?? false)).toEqual([...Array(30).fill(true), ...Array(10).fill(false)]);
-    expect(await json<Row>(await api.call(`/api/events/${old.event_id}`))).toEqual({ ...old, arquivado: true, posicao_kafka: null });
+    expect(trace.linhas.map((e) => e.arquivado ?? false)).toEqual([
+      ...Array<boolean>(30).fill(true),
+      ...Array<boolean>(10).fill(false),
+    ]);
+    expect(await json<Row>(await api.call(`/api/events/${old.event_id}`))).toEqual({
+      ...old,
+      arquivado: true,
+      posicao_kafka: null,
+    });
     expect((await api.call(`/api/events/${randomUUID()}`)).status).toBe(404);
   });
 });
