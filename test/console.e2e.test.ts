@@ -138,6 +138,7 @@ describe('the operators console (headless Chromium, real services)', () => {
     expect(await text('#atributos')).toMatch(
       new RegExp(`${bus.topics.evento('demanda.recebida')} · partição \\d · offset \\d+`),
     );
+    expect(await text('#atributos')).toContain('PostgreSQL'); // where the row is (docs/archive.md)
     const payload = await text('#payload');
     expect(payload).toContain('demanda_id');
     expect(payload).not.toContain('cidadao_id'); // the redacted copy

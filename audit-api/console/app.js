@@ -304,6 +304,7 @@ async function evento(id) {
             : '-',
         ],
         ['gravado no log', e.criado_em],
+        ['armazenamento', e.arquivado ? 'arquivo frio (Parquet, mês arquivado)' : 'PostgreSQL'],
         ['correlacao_id', flowLink(e.correlacao_id)],
         ['causa (causation_id)', e.causation_id ? eventLink(e.causation_id) : '-'],
         ['tenant_id', e.tenant_id ?? '-'],
