@@ -42,8 +42,16 @@ describe('audit API: reads of archived months', () => {
          FROM generate_series(1, 100) g`,
       [corr],
     );
+    // a parked DLQ entry of a flow event in the month to archive (open ones would block it)
+    await db.pool.query(
+      `INSERT INTO core.dead_letter_queue (event_id, sequence_number, colonia, mensagem_erro, status, resolvido_em)
+       SELECT event_id, sequence_number, 'D-4', 'boom', 'failed_permanent', now() FROM core.event_log
+        WHERE correlacao_id = $1 ORDER BY event_log.sequence_number LIMIT 1`,
+      [corr],
+    );
     const api = await startTestAuditApi(bus, db);
     const urls = [
+      `/api/events/trace/${corr}/dlq`,
       '/api/events?limite=500',
       '/api/events?tipo=demanda.categorizada&limite=77',
       `/api/events/trace/${corr}`,
@@ -51,7 +59,8 @@ describe('audit API: reads of archived months', () => {
       '/api/events?payload_campo=demanda_id&payload_valor=d-42',
     ];
     const before = await Promise.all(urls.map(async (u) => json<Page>(await api.call(u))));
-    const old = before[0]!.linhas[5]!;
+    const old = before[1]!.linhas[5]!;
+    expect((before[0] as unknown as { entradas: unknown[] }).entradas).toHaveLength(1);
 
     expect(
       await arquivarMes(
@@ -62,7 +71,7 @@ describe('audit API: reads of archived months', () => {
 
     for (const [i, u] of urls.entries()) {
       const after = await json<Page>(await api.call(u));
-      expect({ ...after, linhas: sem(after.linhas) }).toEqual(before[i]);
+      expect(after.linhas ? { ...after, linhas: sem(after.linhas) } : after).toEqual(before[i]);
     }
     const all = await json<Page>(await api.call('/api/events?limite=500'));
     expect(all.linhas.filter((e) => e.arquivado === true)).toHaveLength(300);

@@ -4,6 +4,7 @@ import { Kafka, logLevel as kafkaLogLevel } from 'kafkajs';
 import { SchemaCatalog } from './catalog/catalog';
 import type { Barramento, EventoConsultado, PublicarEventoDto } from './contract';
 import { ConfirmationTimeoutError, FeromoniosError } from './errors';
+import { isUuid } from './wire/storable';
 import { LogConfirmations } from './publishing/log-confirmations';
 import { escreverNoOutbox, type TransacaoColonia } from './outbox/outbox';
 import { OutboxRelay, type OpcoesRelayOutbox } from './outbox/outbox-relay';
@@ -436,8 +437,10 @@ export class EventBus implements Barramento {
   }
 
   /** The DLQ entries of every event of one flow (`correlacao_id`): what the console marks on a trace. */
-  obterEntradasDLQDoFluxo(correlacaoId: string): Promise<EntradaDLQ[]> {
-    return this.entradasDLQ().doFluxo(correlacaoId);
+  async obterEntradasDLQDoFluxo(correlacaoId: string): Promise<EntradaDLQ[]> {
+    if (!isUuid(correlacaoId)) throw new FeromoniosError('BAD_REQUEST', 'correlacao_id must be a UUID');
+    // the flow's events in archived months, whose entries the log can no longer join
+    return this.entradasDLQ().doFluxo(correlacaoId, await this.leitor().idsArquivadosDoFluxo(correlacaoId));
   }
 
   /** Per colony: entries by state and the most frequent open failures (by fingerprint). */

@@ -571,6 +571,14 @@ export class EventLogReader {
     }
   }
 
+  /** The event ids of a flow's archived events (none read when nothing is archived). */
+  async idsArquivadosDoFluxo(correlacaoId: string): Promise<string[]> {
+    const segs = await this.segmentos();
+    if (segs.length === 0) return [];
+    const c = correlacaoId.toLowerCase();
+    return (await this.arquivadas(segs, -1n, (e) => e.correlacao_id === c)).map((e) => e.event_id);
+  }
+
   /** Where the event was in Kafka (topic, partition, offset), as the bridge logged it; null when unknown. */
   async obterPosicaoKafka(eventId: string): Promise<{ topic: string; partition: number; offset: string } | null> {
     if (!isUuid(eventId)) bad('event_id must be a UUID');

@@ -86,13 +86,19 @@ export class DlqEntries {
     return rows.map(entryOf);
   }
 
-  /** The DLQ entries of every event of one flow (`correlacao_id`), in sequence order. */
-  async doFluxo(correlacaoId: string): Promise<EntradaDLQ[]> {
+  /**
+   * The DLQ entries of every event of one flow (`correlacao_id`), in sequence order.
+   * `arquivados`: the flow's events in archived months (their rows are no longer in
+   * `core.event_log`; the entries still name them).
+   */
+  async doFluxo(correlacaoId: string, arquivados: readonly string[] = []): Promise<EntradaDLQ[]> {
     if (!isUuid(correlacaoId)) throw new FeromoniosError('BAD_REQUEST', 'correlacao_id must be a UUID');
     const { rows } = await this.pool.query<EntryRow>(
-      `SELECT ${ENTRY_COLUMNS} FROM core.dead_letter_queue d JOIN core.event_log e ON e.event_id = d.event_id
-        WHERE e.correlacao_id = $1 ORDER BY d.sequence_number, d.colonia LIMIT 2000`,
-      [correlacaoId],
+      `SELECT ${ENTRY_COLUMNS} FROM core.dead_letter_queue d
+        WHERE d.event_id IN (SELECT e.event_id FROM core.event_log e WHERE e.correlacao_id = $1)
+           OR d.event_id = ANY($2::uuid[])
+        ORDER BY d.sequence_number, d.colonia LIMIT 2000`,
+      [correlacaoId, arquivados],
     );
     return rows.map(entryOf);
   }
