@@ -91,6 +91,8 @@ export interface OpcoesBridge {
   causalHoldMs?: number;
   /** A partition with unstaged records and no progress this long is not waited for by the sequencer, in milliseconds. Default 30 s. */
   orderMaxIdleMs?: number;
+  /** Longest wait of a producer's event for an earlier counter of its session, in milliseconds. Default 2 s. */
+  orderGapMs?: number;
   logger: Logger;
   metrics: BridgeMetrics;
 }
@@ -206,6 +208,7 @@ export class Bridge {
       topicPrefix: o.topics.prefixoEventos,
       causalHoldMs: o.causalHoldMs ?? 30_000,
       maxIdleMs: o.orderMaxIdleMs ?? 30_000,
+      orderGapMs: o.orderGapMs ?? 2_000,
       roundLimit: 50_000,
       batchSize: o.batchSize,
       pollMs: 200,

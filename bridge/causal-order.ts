@@ -38,6 +38,14 @@ export interface RoundContext {
   now: number;
   /** Longest hold of an event whose cause is missing, in milliseconds. */
   holdMs: number;
+  /**
+   * Rule 2 across rounds: the last counter written per producer session, and how long an event
+   * waits for a missing predecessor. A session's events after a gap in its counters (the
+   * predecessor not staged yet — the records of one send reach the broker's partitions one
+   * after another, so a round can take some and not the others) are held until the gap fills or
+   * the first of them has waited `esperaMs` (a publish that never arrived: its send failed).
+   */
+  sessoes?: { ultimo: ReadonlyMap<string, number>; esperaMs: number };
 }
 
 export interface HeldEvent {
@@ -122,6 +130,65 @@ export function orderRound(rows: readonly StagedRef[], ctx: RoundContext): Round
         state[i] = 'held';
       }
       causeHeld = state[i] === 'held';
+    }
+  }
+
+  // 1b. gaps in a session's counters since the last written one: hold from the gap on, and
+  // every event caused by a held one with it
+  if (ctx.sessoes) {
+    const bySession = new Map<string, number[]>();
+    sorted.forEach((r, i) => {
+      if (state[i] === 'held' || r.ordem_sessao === null || r.ordem_contador === null) return;
+      const list = bySession.get(r.ordem_sessao) ?? [];
+      list.push(i);
+      bySession.set(r.ordem_sessao, list);
+    });
+    const newlyHeld: number[] = [];
+    for (const [sessao, list] of bySession) {
+      const last = ctx.sessoes.ultimo.get(sessao);
+      if (last === undefined) continue; // a session first seen now: nothing to compare with
+      list.sort(
+        (a, b) => ((sorted[a] as StagedRef).ordem_contador ?? 0) - ((sorted[b] as StagedRef).ordem_contador ?? 0),
+      );
+      let expected = last + 1;
+      let gapAt = -1;
+      for (let k = 0; k < list.length; k++) {
+        const c = (sorted[list[k] as number] as StagedRef).ordem_contador as number;
+        if (c < expected) continue; // an older or repeated counter: nothing missing before it
+        if (c === expected || ctx.now - (sorted[list[k] as number] as StagedRef).recebido_em >= ctx.sessoes.esperaMs) {
+          // next in line, or the gap before it waited long enough (a send that failed: never coming)
+          expected = c + 1;
+          continue;
+        }
+        gapAt = k;
+        break;
+      }
+      if (gapAt < 0) continue;
+      for (let k = gapAt; k < list.length; k++) {
+        const i = list[k] as number;
+        if (state[i] === 'released')
+          released.splice(
+            released.findIndex((h) => h.row === sorted[i]),
+            1,
+          );
+        state[i] = 'held';
+        held.push({ row: sorted[i] as StagedRef, cause: `${sessao}:${expected}` });
+        newlyHeld.push(i);
+      }
+    }
+    if (newlyHeld.length > 0) {
+      const effects = new Map<number, number[]>();
+      sorted.forEach((_, i) => {
+        const ci = causeIndex[i];
+        if (ci !== undefined) effects.set(ci, [...(effects.get(ci) ?? []), i]);
+      });
+      for (let q = newlyHeld.pop(); q !== undefined; q = newlyHeld.pop())
+        for (const e of effects.get(q) ?? []) {
+          if (state[e] === 'held') continue;
+          state[e] = 'held';
+          held.push({ row: sorted[e] as StagedRef, cause: (sorted[q] as StagedRef).event_id });
+          newlyHeld.push(e);
+        }
     }
   }
 

@@ -22,6 +22,86 @@ function ref(over: Partial<StagedRef> = {}): StagedRef {
 }
 const ids = (rows: StagedRef[]) => rows.map((r) => r.event_id);
 
+describe('orderRound across rounds: gaps in a session', () => {
+  const GAP = 2_000;
+  const sess = (ultimo: Record<string, number>) => ({ ultimo: new Map(Object.entries(ultimo)), esperaMs: GAP });
+
+  it('holds a session’s events after a counter not staged yet (one send split by the round), and their effects', () => {
+    // one publicarLote: counters 5..8 on four topics; the round took 7 and 8 but not 5 and 6
+    const c7 = ref({ ordem_sessao: 's', ordem_contador: 7, kafka_topic: 'a' });
+    const c8 = ref({ ordem_sessao: 's', ordem_contador: 8, kafka_topic: 'b' });
+    const effect = ref({ causation_id: c8.event_id, kafka_topic: 'c' });
+    const other = ref({ ordem_sessao: 'z', ordem_contador: 3 });
+    const r = orderRound([c7, c8, effect, other], {
+      inLog: new Set(),
+      now: NOW,
+      holdMs: HOLD,
+      sessoes: sess({ s: 4, z: 2 }),
+    });
+    expect(ids(r.write)).toEqual([other.event_id]);
+    expect(r.held.map((h) => [h.row.event_id, h.cause])).toEqual([
+      [c7.event_id, 's:5'],
+      [c8.event_id, 's:5'],
+      [effect.event_id, c8.event_id],
+    ]);
+    // next round: 5 and 6 staged too — all four in counter order
+    const c5 = ref({ ordem_sessao: 's', ordem_contador: 5, kafka_topic: 'd', publicado_em: NOW });
+    const c6 = ref({ ordem_sessao: 's', ordem_contador: 6, kafka_topic: 'e', publicado_em: NOW });
+    const next = orderRound([c7, c8, effect, c5, c6], {
+      inLog: new Set(),
+      now: NOW,
+      holdMs: HOLD,
+      sessoes: sess({ s: 4 }),
+    });
+    expect(ids(next.write)).toEqual([c5.event_id, c6.event_id, c7.event_id, c8.event_id, effect.event_id]);
+    expect(next.held).toEqual([]);
+  });
+
+  it('writes after a gap that waited esperaMs (a send that failed), and never holds a session seen first or repeated counters', () => {
+    const late = ref({ ordem_sessao: 's', ordem_contador: 9, recebido_em: NOW - GAP });
+    const fresh = ref({ ordem_sessao: 'new', ordem_contador: 40 });
+    const again = ref({ ordem_sessao: 'r', ordem_contador: 3 }); // already written once (redelivery)
+    const r = orderRound([late, fresh, again], {
+      inLog: new Set(),
+      now: NOW,
+      holdMs: HOLD,
+      sessoes: sess({ s: 4, r: 5 }),
+    });
+    expect(r.held).toEqual([]);
+    expect(r.write).toHaveLength(3);
+  });
+
+  it('property: nothing of a session is written past a recent gap after its last written counter', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.record({ c: fc.integer({ min: 1, max: 30 }), age: fc.integer({ min: 0, max: 3 * GAP }) }), {
+          maxLength: 25,
+        }),
+        fc.integer({ min: 0, max: 10 }),
+        (evs, last) => {
+          const rows = evs.map((e) => ref({ ordem_sessao: 's', ordem_contador: e.c, recebido_em: NOW - e.age }));
+          const r = orderRound(rows, { inLog: new Set(), now: NOW, holdMs: HOLD, sessoes: sess({ s: last }) });
+          expect(r.write.length + r.held.length).toBe(rows.length);
+          // written counters above `last`: contiguous from last + 1, unless the gap waited long enough
+          const present = new Set(rows.map((x) => x.ordem_contador));
+          const unwaited: string[] = [];
+          for (const w of r.write) {
+            const c = w.ordem_contador as number;
+            for (let k = last + 1; k < c; k++) {
+              if (present.has(k)) continue;
+              const firstAfter = rows
+                .filter((x) => (x.ordem_contador as number) > k)
+                .sort((a, b) => (a.ordem_contador as number) - (b.ordem_contador as number))[0]!;
+              if (NOW - firstAfter.recebido_em < GAP) unwaited.push(`${c} written, ${k} missing`);
+            }
+          }
+          expect(unwaited).toEqual([]);
+        },
+      ),
+    );
+  });
+});
+
 describe('orderRound', () => {
   it('puts a cause before its effect even when the effect was published earlier (clock skew)', () => {
     const cause = ref({ publicado_em: NOW - 10, kafka_topic: 'a' });

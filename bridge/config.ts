@@ -82,6 +82,13 @@ export const bridgeEnv = {
     unit: 'milliseconds',
     doc: 'Longest hold of an event whose causation_id names an event not in the log yet; past it, it is written anyway (docs/ordering.md).',
   }),
+  BRIDGE_ORDER_GAP_MS: env.int({
+    min: 0,
+    max: 600_000,
+    default: 2_000,
+    unit: 'milliseconds',
+    doc: "Longest wait of a producer's event for an earlier one of the same send not staged yet (publish order across rounds; docs/ordering.md).",
+  }),
   BRIDGE_ORDER_MAX_IDLE_MS: env.int({
     min: 100,
     max: 3_600_000,

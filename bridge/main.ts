@@ -37,6 +37,7 @@ async function main(): Promise<void> {
     commitJitterMs: cfg.BRIDGE_FAULT_COMMIT_JITTER_MS,
     causalHoldMs: cfg.BRIDGE_CAUSAL_HOLD_MS,
     orderMaxIdleMs: cfg.BRIDGE_ORDER_MAX_IDLE_MS,
+    orderGapMs: cfg.BRIDGE_ORDER_GAP_MS,
     stallAfterMs: cfg.BRIDGE_STALL_AFTER_MS,
     gaugesIntervalMs: cfg.BRIDGE_GAUGES_INTERVAL_MS,
     partitionsAheadMonths: cfg.BRIDGE_PARTITIONS_AHEAD_MONTHS,

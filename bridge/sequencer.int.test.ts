@@ -42,6 +42,7 @@ describe('the sequencer loop', () => {
       topicPrefix: `${ns}.evento.`,
       causalHoldMs: 30_000,
       maxIdleMs: 30_000,
+      orderGapMs: 2_000,
       roundLimit: 1000,
       batchSize: 100,
       pollMs: 50,

@@ -24,6 +24,8 @@ export interface OpcoesSequencer {
   causalHoldMs: number;
   /** A partition with unstaged records and no progress this long is not waited for, in milliseconds. */
   maxIdleMs: number;
+  /** Longest wait of an event for an earlier counter of its producer session not staged yet, in milliseconds. */
+  orderGapMs: number;
   /** Most events ordered per round. */
   roundLimit: number;
   /** Most events per staging transaction; the log is written in chunks of at least 5,000. */
@@ -65,6 +67,12 @@ export class Sequencer {
   private signalled = false;
   /** Partitions given up on: not waited for until their committed offset moves. */
   private readonly idle = new Map<string, bigint>();
+  /**
+   * The last counter written per producer session (rule 2 across rounds, bridge/causal-order.ts),
+   * the most recently written sessions kept. Lost with the leadership: a new leader starts
+   * without it (a session first seen is not held).
+   */
+  private readonly ultimoContador = new Map<string, number>();
   private failures = 0;
   /** Events per `core.event_log` transaction: rows come from PostgreSQL itself, so larger chunks than staging's. */
   private readonly moveChunk: number;
@@ -202,7 +210,12 @@ export class Sequencer {
             )
           ).rows.map((r) => r.event_id),
     );
-    const order = orderRound(refs, { inLog, now, holdMs: this.o.causalHoldMs });
+    const order = orderRound(refs, {
+      inLog,
+      now,
+      holdMs: this.o.causalHoldMs,
+      sessoes: { ultimo: this.ultimoContador, esperaMs: this.o.orderGapMs },
+    });
     for (const r of order.released) {
       this.o.metrics.causalHoldExpired.inc();
       this.o.logger.warn('cause did not reach the log in time: effect written without it', {
@@ -223,10 +236,23 @@ export class Sequencer {
       for (const r of result.inserted) this.o.metrics.inserted.inc({ tipo: r.tipo });
       const last = result.inserted.at(-1);
       if (last) this.o.metrics.highestSequence.set(Number(last.sequence_number));
+      this.lembrarContadores(chunk);
       this.o.logger.debug('batch written', { inserted: result.inserted.length, duplicates: result.duplicates.length });
     }
     this.o.metrics.rounds.observe(Number(process.hrtime.bigint() - started) / 1e9);
     return order.write.length > 0;
+  }
+
+  /** Records the sessions' last written counters (at most 100,000 sessions, the oldest forgotten). */
+  private lembrarContadores(rows: StagedRef[]): void {
+    for (const r of rows) {
+      if (r.ordem_sessao === null || r.ordem_contador === null) continue;
+      const prev = this.ultimoContador.get(r.ordem_sessao);
+      this.ultimoContador.delete(r.ordem_sessao);
+      this.ultimoContador.set(r.ordem_sessao, Math.max(prev ?? 0, r.ordem_contador));
+    }
+    while (this.ultimoContador.size > 100_000)
+      this.ultimoContador.delete(this.ultimoContador.keys().next().value as string);
   }
 
   /**
