@@ -69,8 +69,8 @@ export class Sequencer {
   private readonly idle = new Map<string, bigint>();
   /**
    * The last counter written per producer session (rule 2 across rounds, bridge/causal-order.ts),
-   * the most recently written sessions kept. Lost with the leadership: a new leader starts
-   * without it (a session first seen is not held).
+   * the most recently written sessions kept. Cleared whenever leadership is taken: a new leader
+   * starts without it (a session first seen is not held).
    */
   private readonly ultimoContador = new Map<string, number>();
   private failures = 0;
@@ -144,6 +144,8 @@ export class Sequencer {
       client.on('notification', () => this.wake());
       await client.query(`LISTEN ${STAGING_CHANNEL}`);
       this.client = client;
+      // another leader may have written since this one last led: what it remembers is stale
+      this.ultimoContador.clear();
       this.o.metrics.sequencerLeader.set(1);
       this.o.logger.info('sequencer active');
       return true;
