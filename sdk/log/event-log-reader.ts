@@ -385,15 +385,16 @@ export class EventLogReader {
     if (f.apos_sequence !== undefined) add('sequence_number > ?::bigint', f.apos_sequence.toString());
     const pw = where.length ? `WHERE ${where.join(' AND ')}` : '';
     const antes = await this.segmentos();
-    const [total, page, depois] = await Promise.all([
+    const [total, page] = await Promise.all([
       this.total(w, filterParams),
       this.pool.query<LogRow>(
         `SELECT ${COLUMNS} FROM core.event_log ${pw} ORDER BY event_log.sequence_number LIMIT $${params.length + 1} OFFSET $${params.length + 2}`,
         // archived rows may come first: PostgreSQL's part of the page is then merged with them
         antes.length > 0 ? [...params, f.deslocamento + f.limite + 1, 0] : [...params, f.limite + 1, f.deslocamento],
       ),
-      this.segmentos(),
     ]);
+    // after PostgreSQL answered (see `segmentos`): a month archived meanwhile is listed here
+    const depois = await this.segmentos();
     // the total counts archived rows before the cursor too; the page only those after it
     const doFiltro = uniao(antes, depois).filter((sg) => segmentoPodeConter({ ...f, apos_sequence: undefined }, sg));
     const segs = doFiltro.filter((sg) => f.apos_sequence === undefined || sg.sequence_max > f.apos_sequence);
