@@ -69,6 +69,8 @@ describe('feromonios log', () => {
     // usage errors: exit 2, nothing done
     expect((await runFeromonios(['log', 'archive', '--month', '2026-07', '--older-than', '2'], env)).code).toBe(2);
     expect((await runFeromonios(['log', 'archive', '--month', 'julho'], env)).code).toBe(2);
+    for (const n of ['0', 'abc', '1e9'])
+      expect((await runFeromonios(['log', 'archive', '--month', '2026-07', '--rows-per-file', n], env)).code).toBe(2);
     expect((await runFeromonios(['log', 'restore', '--month', '2019-01'], env)).code).toBe(4);
   });
 });

@@ -42,7 +42,7 @@ const mesAtual = (agora: Date): string => agora.toISOString().slice(0, 7);
 export interface MesDoLog {
   mes: string;
   onde: 'postgres' | 'arquivo';
-  /** Rows: counted in PostgreSQL, from the manifest in the archive. */
+  /** Rows: PostgreSQL's live-row estimate (`pg_stat_user_tables`, no count) or the archive's record. */
   linhas: number;
   /** Archived files (0 in PostgreSQL). */
   arquivos: number;
@@ -243,7 +243,15 @@ export async function arquivarMes(o: OpcoesArquivamento, mes: string): Promise<R
   const agora = (o.agora ?? (() => new Date()))();
   if (mes >= mesAtual(agora))
     throw new FeromoniosError('BAD_REQUEST', `month ${mes} is not over yet: only past months are archived`);
-  const porArquivo = Math.max(1, o.linhasPorArquivo ?? 50_000);
+  const porArquivo = o.linhasPorArquivo ?? 50_000;
+  if (!Number.isInteger(porArquivo) || porArquivo < 1 || porArquivo > 1_000_000)
+    throw new FeromoniosError('BAD_REQUEST', `rows per file must be an integer 1-1,000,000, got ${o.linhasPorArquivo}`);
+  const porGrupo = o.linhasPorGrupo ?? 10_000;
+  if (!Number.isInteger(porGrupo) || porGrupo < 1 || porGrupo > 1_000_000)
+    throw new FeromoniosError(
+      'BAD_REQUEST',
+      `rows per row group must be an integer 1-1,000,000, got ${o.linhasPorGrupo}`,
+    );
   const lock = await o.pool.connect();
   try {
     // one archive or restore at a time, whoever runs it
@@ -437,22 +445,26 @@ export interface ResultadoRestauracao {
 }
 
 const LOTE_RESTAURACAO = 5_000;
-const COLUNAS_RESTAURADAS = [
-  'sequence_number',
-  'event_id',
-  'tipo',
-  'versao_schema',
-  'timestamp',
-  'origem',
-  'correlacao_id',
-  'causation_id',
-  'tenant_id',
-  'payload',
-  'criado_em',
-  'kafka_topic',
-  'kafka_partition',
-  'kafka_offset',
+/** What restore writes into the partition: each column, its PostgreSQL array type, its value. */
+const COLUNAS_RESTAURADAS: ReadonlyArray<[coluna: string, tipo: string, valor: (r: LinhaDoLog) => unknown]> = [
+  ['sequence_number', 'bigint', (r) => r.sequence_number],
+  ['event_id', 'uuid', (r) => r.event_id],
+  ['tipo', 'text', (r) => r.tipo],
+  ['versao_schema', 'text', (r) => r.versao_schema],
+  ['timestamp', 'timestamptz', (r) => r.timestamp.toISOString()],
+  ['origem', 'text', (r) => r.origem],
+  ['correlacao_id', 'uuid', (r) => r.correlacao_id],
+  ['causation_id', 'uuid', (r) => r.causation_id],
+  ['tenant_id', 'uuid', (r) => r.tenant_id],
+  ['payload', 'jsonb', (r) => r.payload_json ?? JSON.stringify(r.payload)],
+  ['criado_em', 'timestamptz', (r) => r.criado_em.toISOString()],
+  ['kafka_topic', 'text', (r) => r.kafka_topic],
+  ['kafka_partition', 'int', (r) => r.kafka_partition],
+  ['kafka_offset', 'bigint', (r) => r.kafka_offset],
 ];
+const INSERIR_RESTAURADAS = (particao: string): string =>
+  `INSERT INTO core.${particao} (${COLUNAS_RESTAURADAS.map(([c]) => c).join(', ')})
+   SELECT * FROM unnest(${COLUNAS_RESTAURADAS.map(([, t], i) => `$${i + 1}::${t}[]`).join(', ')})`;
 
 /**
  * Brings an archived month back into PostgreSQL: checks every file (as `verificarMes`), then in
@@ -486,28 +498,9 @@ export async function restaurarMes(o: OpcoesLeituraManutencao, mes: string): Pro
         for (let i = 0; i < rows.length; i += LOTE_RESTAURACAO) {
           const lote = rows.slice(i, i + LOTE_RESTAURACAO);
           // into the partition itself: the log's trigger would register ids core.event_ids still holds
-          const col = (f: (r: LinhaDoLog) => unknown): unknown[] => lote.map(f);
           await c.query(
-            `INSERT INTO core.${particao} (${COLUNAS_RESTAURADAS.join(', ')})
-             SELECT * FROM unnest($1::bigint[], $2::uuid[], $3::text[], $4::text[], $5::timestamptz[], $6::text[],
-                                  $7::uuid[], $8::uuid[], $9::uuid[], $10::jsonb[], $11::timestamptz[], $12::text[],
-                                  $13::int[], $14::bigint[])`,
-            [
-              col((r) => r.sequence_number),
-              col((r) => r.event_id),
-              col((r) => r.tipo),
-              col((r) => r.versao_schema),
-              col((r) => r.timestamp.toISOString()),
-              col((r) => r.origem),
-              col((r) => r.correlacao_id),
-              col((r) => r.causation_id),
-              col((r) => r.tenant_id),
-              col((r) => r.payload_json ?? JSON.stringify(r.payload)),
-              col((r) => r.criado_em.toISOString()),
-              col((r) => r.kafka_topic),
-              col((r) => r.kafka_partition),
-              col((r) => r.kafka_offset),
-            ],
+            INSERIR_RESTAURADAS(particao),
+            COLUNAS_RESTAURADAS.map(([, , valor]) => lote.map(valor)),
           );
           n += lote.length;
         }
