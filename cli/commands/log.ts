@@ -2,15 +2,14 @@ import { Command, Option } from 'commander';
 import pg from 'pg';
 import {
   abrirDestino,
+  arquivarAntigos,
   arquivarMes,
   criarParticaoDoMes,
   garantirParticoesDoLog,
-  mesesArquivaveis,
   mesesDoLog,
   restaurarMes,
   verificarMes,
   type ProgressoArquivo,
-  type ResultadoArquivamento,
 } from '../../sdk/service';
 import type { Context } from '../context';
 import { CliError, EXIT } from '../exit-codes';
@@ -96,11 +95,8 @@ export function logCommand(ctx: () => Context): Command {
       throw new CliError('give exactly one of --month and --older-than', EXIT.USAGE);
     const destino = abrirDestino(f.to);
     const results = await withPool(f, async (pool) => {
-      const months = f.month ? [f.month] : await mesesArquivaveis(pool, Number(f.olderThan));
-      const out: ResultadoArquivamento[] = [];
       const o = { pool, destino, linhasPorArquivo: Number(f.rowsPerFile), progresso: progress(c.out) };
-      for (const m of months) out.push(await arquivarMes(o, m));
-      return out;
+      return f.month ? [await arquivarMes(o, f.month)] : arquivarAntigos(o, Number(f.olderThan));
     });
     if (c.out.json) return printJson(c.out, results);
     printTable(

@@ -274,7 +274,6 @@ describe('the archive of the log', () => {
         return local.gravar(k, b);
       },
       ler: (k) => local.ler(k),
-      remover: (k) => local.remover(k),
     };
     expect(
       await arquivarMes({ pool: db.pool, destino: flaky, linhasPorArquivo: 40, esperaInicialMs: 5 }, '2026-07'),

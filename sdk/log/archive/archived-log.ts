@@ -23,23 +23,12 @@ export interface SegmentoArquivado {
   conteudo_sha256: string;
 }
 
-interface SegmentoRow {
-  mes: string;
-  arquivo: string;
-  destino: string;
-  linhas: number;
+/** A segment as PostgreSQL returns it (bigints as text). */
+type SegmentoRow = Omit<SegmentoArquivado, 'sequence_min' | 'sequence_max' | 'bytes'> & {
   sequence_min: string;
   sequence_max: string;
-  timestamp_min: Date;
-  timestamp_max: Date;
-  criado_em_min: Date;
-  criado_em_max: Date;
-  tipos: string[];
-  origens: string[];
   bytes: string;
-  sha256: string;
-  conteudo_sha256: string;
-}
+};
 
 /** The archived files, in sequence order (optionally of one month). */
 export async function listarSegmentos(

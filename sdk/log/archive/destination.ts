@@ -18,7 +18,6 @@ export interface DestinoArquivo {
   gravar(chave: string, bytes: Uint8Array): Promise<void>;
   /** The object's bytes; `ARCHIVE_UNAVAILABLE` when it cannot be read (missing, unreachable). */
   ler(chave: string): Promise<Uint8Array>;
-  remover(chave: string): Promise<void>;
 }
 
 /** S3 connection settings; unset fields come from `FEROMONIOS_ARCHIVE_S3_*` and the AWS SDK's own chain. */
@@ -97,10 +96,6 @@ export class DiretorioLocal implements DestinoArquivo {
       throw unavailable(this.uri, chave, 'read', err);
     }
   }
-
-  async remover(chave: string): Promise<void> {
-    await fs.rm(path.join(this.raiz, chaveValida(chave)), { force: true });
-  }
 }
 
 interface S3Like {
@@ -169,11 +164,6 @@ export class BucketS3 implements DestinoArquivo {
     } catch (err) {
       throw unavailable(this.uri, chave, 'read', err);
     }
-  }
-
-  async remover(chave: string): Promise<void> {
-    const { client, sdk } = this.s3();
-    await client.send(new sdk.DeleteObjectCommand!({ Bucket: this.bucket, Key: this.key(chave) }));
   }
 }
 
