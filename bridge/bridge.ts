@@ -93,6 +93,11 @@ export interface OpcoesBridge {
   orderMaxIdleMs?: number;
   /** Longest wait of a producer's event for an earlier counter of its session, in milliseconds. Default 2 s. */
   orderGapMs?: number;
+  /**
+   * Rows moved out of `core.event_staging` after which the sequencer VACUUMs it (0: never, left
+   * to autovacuum). Default 20,000.
+   */
+  stagingVacuumRows?: number;
   logger: Logger;
   metrics: BridgeMetrics;
 }
@@ -209,6 +214,7 @@ export class Bridge {
       causalHoldMs: o.causalHoldMs ?? 30_000,
       maxIdleMs: o.orderMaxIdleMs ?? 30_000,
       orderGapMs: o.orderGapMs ?? 2_000,
+      vacuumEveryRows: o.stagingVacuumRows ?? 20_000,
       roundLimit: 50_000,
       batchSize: o.batchSize,
       pollMs: 200,

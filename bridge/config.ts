@@ -96,6 +96,13 @@ export const bridgeEnv = {
     unit: 'milliseconds',
     doc: 'A partition with unstaged records and no progress this long is not waited for when ordering (docs/ordering.md).',
   }),
+  BRIDGE_STAGING_VACUUM_ROWS: env.int({
+    min: 0,
+    max: 10_000_000,
+    default: 20_000,
+    unit: 'rows',
+    doc: 'The sequencer VACUUMs core.event_staging after moving this many rows out of it (a queue table: every event is inserted and deleted), whether or not autovacuum runs; 0 leaves it to autovacuum (docs/bridge.md).',
+  }),
   BRIDGE_FAULT_COMMIT_JITTER_MS: env.int({
     min: 0,
     max: 10000,

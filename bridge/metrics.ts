@@ -146,6 +146,12 @@ export class BridgeMetrics {
     buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
     registers: [this.registry],
   });
+  readonly stagingVacuums = new Histogram({
+    name: 'feromonios_bridge_staging_vacuum_seconds',
+    help: 'Duration of each VACUUM of core.event_staging by the sequencer (every BRIDGE_STAGING_VACUUM_ROWS rows moved out), in seconds.',
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    registers: [this.registry],
+  });
   readonly causalHeld = new Gauge({
     name: 'feromonios_bridge_causal_held',
     help: 'Events held because their causation_id names an event not in the log yet (last round).',

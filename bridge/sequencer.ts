@@ -26,6 +26,13 @@ export interface OpcoesSequencer {
   maxIdleMs: number;
   /** Longest wait of an event for an earlier counter of its producer session not staged yet, in milliseconds. */
   orderGapMs: number;
+  /**
+   * Rows moved (or dropped) out of `core.event_staging` after which the leader VACUUMs it; 0
+   * never does. Staging is a queue table — every event is inserted, then deleted — so its dead
+   * rows pile up as fast as events flow; left to autovacuum (off on some servers, late on a
+   * busy one), every round's scan of it grows with them and publish → log latency with it.
+   */
+  vacuumEveryRows: number;
   /** Most events ordered per round. */
   roundLimit: number;
   /** Most events per staging transaction; the log is written in chunks of at least 5,000. */
@@ -74,6 +81,8 @@ export class Sequencer {
    */
   private readonly ultimoContador = new Map<string, number>();
   private failures = 0;
+  /** Rows that left staging since it was last vacuumed (this leader's count). */
+  private leftStaging = 0;
   /** Events per `core.event_log` transaction: rows come from PostgreSQL itself, so larger chunks than staging's. */
   private readonly moveChunk: number;
 
@@ -239,10 +248,28 @@ export class Sequencer {
       const last = result.inserted.at(-1);
       if (last) this.o.metrics.highestSequence.set(Number(last.sequence_number));
       this.lembrarContadores(chunk);
+      this.leftStaging += chunk.length;
       this.o.logger.debug('batch written', { inserted: result.inserted.length, duplicates: result.duplicates.length });
     }
+    await this.vacuumStaging();
     this.o.metrics.rounds.observe(Number(process.hrtime.bigint() - started) / 1e9);
     return order.write.length > 0;
+  }
+
+  /**
+   * VACUUMs `core.event_staging` once `vacuumEveryRows` rows left it. A failure is logged and
+   * retried after as many rows again; it never fails the round (the events are in the log).
+   */
+  private async vacuumStaging(): Promise<void> {
+    if (this.o.vacuumEveryRows <= 0 || this.leftStaging < this.o.vacuumEveryRows || this.stopping) return;
+    this.leftStaging = 0;
+    const t0 = process.hrtime.bigint();
+    try {
+      await this.o.pool.query('VACUUM (ANALYZE) core.event_staging');
+      this.o.metrics.stagingVacuums.observe(Number(process.hrtime.bigint() - t0) / 1e9);
+    } catch (err) {
+      this.o.logger.warn('VACUUM of core.event_staging failed; retried later', { error: (err as Error).message });
+    }
   }
 
   /** Records the sessions' last written counters (at most 100,000 sessions, the oldest forgotten). */
