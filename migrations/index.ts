@@ -12,6 +12,7 @@ import * as tenantId from './20261202090000_add_event_log_tenant_id';
 import * as retentionGaps from './20261202100000_add_retention_gaps';
 import * as monthlyPartitions from './20261202120000_partition_event_log_by_month';
 import * as eventLogArchive from './20261202140000_add_event_log_archive';
+import * as coveringTimeIndexes from './20261202160000_cover_event_log_time_indexes';
 
 /**
  * The `core` schema's migrations, in order. Landed migrations are never edited: add a file
@@ -34,6 +35,7 @@ export const MIGRATIONS: ReadonlyArray<{
   { name: '20261202100000_add_retention_gaps', module: retentionGaps },
   { name: '20261202120000_partition_event_log_by_month', module: monthlyPartitions },
   { name: '20261202140000_add_event_log_archive', module: eventLogArchive },
+  { name: '20261202160000_cover_event_log_time_indexes', module: coveringTimeIndexes },
 ];
 
 const source: Knex.MigrationSource<(typeof MIGRATIONS)[number]> = {

@@ -42,7 +42,9 @@ describe('core schema migrations', () => {
         // Phase 2 (ADR 0017): the log is partitioned by month; event_id is unique in core.event_ids
         'CREATE UNIQUE INDEX event_ids_pkey ON core.event_ids USING btree (event_id)',
         'CREATE INDEX event_log_event_id_idx ON ONLY core.event_log USING btree (event_id)',
-        'CREATE INDEX event_log_tipo_timestamp_idx ON ONLY core.event_log USING btree (tipo, "timestamp")',
+        // the seed's time indexes, covering since issue #19 (ADR 0019): same names and keys
+        'CREATE INDEX event_log_timestamp_idx ON ONLY core.event_log USING btree ("timestamp") INCLUDE (sequence_number, criado_em)',
+        'CREATE INDEX event_log_tipo_timestamp_idx ON ONLY core.event_log USING btree (tipo, "timestamp") INCLUDE (sequence_number, criado_em)',
         'CREATE UNIQUE INDEX dead_letter_queue_event_id_colonia_key ON core.dead_letter_queue USING btree (event_id, colonia)',
         'CREATE INDEX dead_letter_queue_status_colonia_idx ON core.dead_letter_queue USING btree (status, colonia)',
         'dead_letter_queue_event_id_fkey FOREIGN KEY (event_id) REFERENCES core.event_ids(event_id)',

@@ -6,7 +6,7 @@ import { trackClient } from '../test/harness';
 
 const PARTITIONING = '20261202120000_partition_event_log_by_month';
 /** The migrations after the partitioning, rolled back before it and re-applied with it. */
-const AFTER = ['20261202140000_add_event_log_archive'];
+const AFTER = ['20261202140000_add_event_log_archive', '20261202160000_cover_event_log_time_indexes'];
 
 /** Rolls back down to (and including) the partitioning; returns what was rolled back last. */
 async function rollbackPartitioning(url: string): Promise<string[]> {

@@ -115,6 +115,20 @@ export const MAX_LOTES_REPLAY = 100;
 const COLUMNS = `sequence_number::text AS sequence_number, event_id::text AS event_id, tipo, versao_schema, timestamp, origem,
   correlacao_id::text AS correlacao_id, causation_id::text AS causation_id, tenant_id::text AS tenant_id, payload, criado_em`;
 
+/**
+ * The page query of `consultarEventos` (exported for the benchmark's EXPLAIN): the page's
+ * sequence numbers first — for a time window an index-only scan of the covering
+ * `event_log_timestamp_idx` / `event_log_tipo_timestamp_idx` (ADR 0019), so only the index is
+ * sorted, not every matching row fetched — then those rows, each by the key of its month.
+ * `where` filters the log (`WHERE …` or empty); `limite` and `deslocamento` are SQL (parameters).
+ */
+export function sqlDaPagina(where: string, limite: string, deslocamento: string): string {
+  return `SELECT ${COLUMNS} FROM core.event_log
+           WHERE (sequence_number, criado_em) IN (SELECT sequence_number, criado_em FROM core.event_log ${where}
+                                                  ORDER BY sequence_number LIMIT ${limite} OFFSET ${deslocamento})
+           ORDER BY event_log.sequence_number`;
+}
+
 /** A `core.event_log` row as the reads select it (`sequence_number` and uuids as text). */
 export interface LogRow {
   sequence_number: string;
@@ -388,7 +402,7 @@ export class EventLogReader {
     const [total, page] = await Promise.all([
       this.total(w, filterParams),
       this.pool.query<LogRow>(
-        `SELECT ${COLUMNS} FROM core.event_log ${pw} ORDER BY event_log.sequence_number LIMIT $${params.length + 1} OFFSET $${params.length + 2}`,
+        sqlDaPagina(pw, `$${params.length + 1}`, `$${params.length + 2}`),
         // archived rows may come first: PostgreSQL's part of the page is then merged with them
         antes.length > 0 ? [...params, f.deslocamento + f.limite + 1, 0] : [...params, f.limite + 1, f.deslocamento],
       ),
