@@ -8,6 +8,7 @@ import { loadAuditConfig, tokenOptions } from '../audit-api/config';
 import { AuditMetrics } from '../audit-api/metrics';
 import { signOperatorToken } from '../audit-api/operator-auth';
 import { LIMITE_TOTAL_EXATO, silentLogger } from '../sdk';
+import { sqlDaPagina } from '../sdk/service';
 import { progress, type BenchContext } from './context';
 
 export interface AuditRow {
@@ -155,7 +156,8 @@ export async function benchAuditApi(
   const results: AuditRow[] = [];
   for (const f of filters) {
     const offset = f.name.includes('deslocamento') ? 100_000 : 0;
-    const pageSql = `SELECT * FROM core.event_log ${f.where} ORDER BY sequence_number LIMIT 101 OFFSET ${offset}`;
+    // the reader's own page query (sdk/log/event-log-reader.ts)
+    const pageSql = sqlDaPagina(f.where, '101', String(offset), f.where.includes('timestamp') || offset > 0);
     // the SDK's bounded count (sdk/log/event-log-reader.ts); above the bound it adds an EXPLAIN
     const countSql = `SELECT count(*) FROM (SELECT 1 FROM core.event_log ${f.countWhere ?? f.where} LIMIT ${LIMITE_TOTAL_EXATO + 1}) s`;
     const byId = f.name === ':eventId';
@@ -173,13 +175,23 @@ export async function benchAuditApi(
 }
 
 async function explain(pool: pg.Pool, sql: string): Promise<string> {
-  const { rows } = await pool.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${sql}`);
-  // the nodes that touch the table: what index (if any) serves the query
-  return rows
+  const { rows } = await pool.query<{ 'QUERY PLAN': string }>(`EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) ${sql}`);
+  // the nodes that touch the table: what index (if any) serves the query; one line per kind of
+  // node over the months (event_log_<mês>), leaving out scans of months holding no matching row
+  const nodes = rows
     .map((r) => r['QUERY PLAN'].trim().replace(/^->\s*/, ''))
-    .filter((l) => /Scan|Sort|Limit|Aggregate/.test(l) && !/^(Filter|Index Cond|Recheck)/.test(l))
-    .map((l) => l.replace(/\s+\(cost=.*$/, ''))
-    .join(' → ');
+    .filter(
+      (l) => /Scan|Sort|Limit|Aggregate|Join|Nested Loop/.test(l) && !/^(Filter|Index Cond|Recheck|Sort Key)/.test(l),
+    )
+    .filter((l) => !(/Scan .*on event_log_(\d{4}_\d{2}|padrao)/.test(l) && /actual rows=0 /.test(l)))
+    .filter((l) => !/never executed/.test(l))
+    .map((l) =>
+      l
+        .replace(/\s+\(actual .*$/, '')
+        .replace(/event_log_(\d{4}_\d{2}|padrao)/g, 'event_log_<mês>')
+        .replace(/ event_log_\d+$/, ''),
+    );
+  return [...new Set(nodes)].join(' → ');
 }
 
 /** Median execution time PostgreSQL reports for `sql` over 5 runs (warm cache), in ms. */

@@ -116,13 +116,17 @@ const COLUMNS = `sequence_number::text AS sequence_number, event_id::text AS eve
   correlacao_id::text AS correlacao_id, causation_id::text AS causation_id, tenant_id::text AS tenant_id, payload, criado_em`;
 
 /**
- * The page query of `consultarEventos` (exported for the benchmark's EXPLAIN): the page's
- * sequence numbers first — for a time window an index-only scan of the covering
- * `event_log_timestamp_idx` / `event_log_tipo_timestamp_idx` (ADR 0019), so only the index is
- * sorted, not every matching row fetched — then those rows, each by the key of its month.
- * `where` filters the log (`WHERE …` or empty); `limite` and `deslocamento` are SQL (parameters).
+ * The page query of `consultarEventos` (exported for the benchmark's EXPLAIN). With
+ * `chavesPrimeiro` — a time window, or rows skipped by `deslocamento` — the page's keys come
+ * first, from an index alone where one covers the filter (the covering `event_log_timestamp_idx` /
+ * `event_log_tipo_timestamp_idx`, ADR 0019), so index entries are sorted or skipped instead of
+ * rows; then only the page's rows are read, each by the key of its month. Otherwise one ordered
+ * scan (the primary key, or the filter's index) is already the cheapest plan. `where` filters the
+ * log (`WHERE …` or empty); `limite` and `deslocamento` are SQL (parameters).
  */
-export function sqlDaPagina(where: string, limite: string, deslocamento: string): string {
+export function sqlDaPagina(where: string, limite: string, deslocamento: string, chavesPrimeiro: boolean): string {
+  if (!chavesPrimeiro)
+    return `SELECT ${COLUMNS} FROM core.event_log ${where} ORDER BY event_log.sequence_number LIMIT ${limite} OFFSET ${deslocamento}`;
   return `SELECT ${COLUMNS} FROM core.event_log
            WHERE (sequence_number, criado_em) IN (SELECT sequence_number, criado_em FROM core.event_log ${where}
                                                   ORDER BY sequence_number LIMIT ${limite} OFFSET ${deslocamento})
@@ -402,7 +406,12 @@ export class EventLogReader {
     const [total, page] = await Promise.all([
       this.total(w, filterParams),
       this.pool.query<LogRow>(
-        sqlDaPagina(pw, `$${params.length + 1}`, `$${params.length + 2}`),
+        sqlDaPagina(
+          pw,
+          `$${params.length + 1}`,
+          `$${params.length + 2}`,
+          f.timestamp_inicio !== undefined || f.timestamp_fim !== undefined || f.deslocamento > 0,
+        ),
         // archived rows may come first: PostgreSQL's part of the page is then merged with them
         antes.length > 0 ? [...params, f.deslocamento + f.limite + 1, 0] : [...params, f.limite + 1, f.deslocamento],
       ),
