@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
-import { criarTabelaInbox } from './inbox';
+import fc from 'fast-check';
+import { criarTabelaInbox, withInbox } from './inbox';
 import type { ManipuladorEvento } from './subscriber';
 import { SAMPLE_PAYLOADS } from '../testing';
 import { createTestDatabase, testKafka, waitFor, type TestDatabase } from '../../test/harness';
@@ -101,5 +102,55 @@ describe('the PostgreSQL inbox', () => {
     });
     expect(runs).toEqual(['a']);
     expect(await effects(dto.event_id)).toEqual(['a']);
+  });
+
+  it('claims exactly the given handler name and type, whatever they hold (quotes, backslashes, SQL): the claim travels as literals with BEGIN', async () => {
+    const hostile = fc.oneof(
+      fc.string({ unit: 'grapheme', maxLength: 60 }),
+      fc.constantFrom("'); DROP TABLE d13.efeitos; --", "\\'", "E'\\x00'", '$$', '$1', "O'Brien\\n", ' '),
+    );
+    // PostgreSQL text holds no NUL: a handler name with one is refused by the database, never stored cut
+    const storable = hostile.filter((v) => !v.includes('\u0000') && v.length <= 255);
+    await fc.assert(
+      fc.asyncProperty(storable, storable, async (manipulador, tipo) => {
+        const event_id = randomUUID();
+        const ran: string[] = [];
+        const first = await withInbox(
+          { pool: db.pool, schema: 'd13' },
+          { event_id, manipulador, tipo },
+          async (trx) => {
+            ran.push('1');
+            await trx.query('INSERT INTO d13.efeitos VALUES ($1, $2)', [event_id, manipulador]);
+          },
+        );
+        const again = await withInbox({ pool: db.pool, schema: 'd13' }, { event_id, manipulador, tipo }, () => {
+          ran.push('2');
+          return Promise.resolve();
+        });
+        expect([first, again, ran]).toEqual([true, false, ['1']]);
+        const { rows } = await db.pool.query<{ manipulador: string; tipo: string }>(
+          'SELECT manipulador, tipo FROM d13.feromonios_inbox WHERE event_id = $1',
+          [event_id],
+        );
+        expect(rows).toEqual([{ manipulador, tipo }]);
+        expect(await effects(event_id)).toEqual([manipulador]);
+      }),
+      { numRuns: 60 },
+    );
+    // the efeitos table is still there (nothing ran as SQL)
+    await db.pool.query('SELECT 1 FROM d13.efeitos LIMIT 1');
+  });
+
+  it('a claim PostgreSQL refuses fails the handler call and leaves no transaction open', async () => {
+    const event_id = randomUUID();
+    await expect(
+      withInbox({ pool: db.pool, schema: 'd13' }, { event_id, manipulador: 'x'.repeat(256), tipo: 't' }, () =>
+        Promise.resolve(),
+      ),
+    ).rejects.toMatchObject({ code: '22001' }); // value too long for VARCHAR(255)
+    // every connection handed back is usable: no aborted transaction left behind
+    await Promise.all(Array.from({ length: 8 }, () => db.pool.query('SELECT 1')));
+    const { rows } = await db.pool.query('SELECT 1 FROM d13.feromonios_inbox WHERE event_id = $1', [event_id]);
+    expect(rows).toEqual([]);
   });
 });

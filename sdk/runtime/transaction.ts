@@ -19,10 +19,16 @@ const isRollback = <T>(v: T | Rollback<T>): v is Rollback<T> => typeof v === 'ob
  * ROLLBACK fails, or that reported an error while checked out (it broke mid-transaction), is
  * discarded, never handed back to the pool, so the next caller cannot get a dead connection or
  * one stuck in a failed transaction.
+ *
+ * `comBegin`: one statement without parameters (values as literals, `client.escapeLiteral`) sent with
+ * BEGIN in the same round trip — one write and one answer instead of two; its result is `body`'s
+ * second argument. For a statement run once per event (the inbox's claim), where each round trip
+ * is a system call pair on both sides.
  */
 export async function withTransaction<T>(
   pool: pg.Pool,
-  body: (client: pg.PoolClient) => Promise<T | Rollback<T>>,
+  body: (client: pg.PoolClient, primeiro: pg.QueryResult | undefined) => Promise<T | Rollback<T>>,
+  comBegin?: (client: pg.PoolClient) => string,
 ): Promise<T> {
   const client = await pool.connect();
   let broken: Error | undefined;
@@ -31,8 +37,10 @@ export async function withTransaction<T>(
   const onError = (err: Error): void => void (broken ??= err);
   client.on('error', onError);
   try {
-    await client.query('BEGIN');
-    const out = await body(client);
+    // a simple query of two statements answers with both results
+    const opened = (await client.query(comBegin === undefined ? 'BEGIN' : `BEGIN; ${comBegin(client)}`)) as
+      pg.QueryResult | pg.QueryResult[];
+    const out = await body(client, Array.isArray(opened) ? opened[1] : undefined);
     if (isRollback(out)) {
       await client.query('ROLLBACK');
       return out.value;
