@@ -61,6 +61,7 @@ export { OutboxRelay, defaultOpcoesRelayOutbox, type OpcoesRelayOutbox } from '.
 export {
   LIMITE_MAXIMO,
   LIMITE_TOTAL_EXATO,
+  ESTIMATIVA_VALIDA_MS,
   type EventLogReader,
   type ConsultarEventosDto,
   type ResultadoPaginado,

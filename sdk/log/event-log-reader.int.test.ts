@@ -246,4 +246,25 @@ describe(`total: exact up to ${LIMITE_TOTAL_EXATO} rows, the planner's estimate 
     expect(narrow).toMatchObject({ total: 4_000, total_exato: true });
     expect(over.proximo_cursor).toBe(String(over.linhas.at(-1)!.sequence_number));
   });
+
+  it('reuses an estimate for its filter a while (the log only grows); an exact total is counted again every time', async () => {
+    const over = await bus.consultarEventos({ tipo: 'demanda.categorizada', limite: 5 });
+    await seedRows(db, 6_000, 'demanda.categorizada');
+    await db.pool.query('ANALYZE core.event_log');
+    // within ESTIMATIVA_VALIDA_MS the same filter gives the same estimate; its pages are fresh
+    const again = await bus.consultarEventos({ tipo: 'demanda.categorizada', limite: 5, apos_sequence: 24_000 });
+    expect(again).toMatchObject({ total: over.total, total_exato: false });
+    expect(again.linhas[0]?.sequence_number).toBe(24_001n);
+    // another filter is estimated on its own (and sees the new rows)
+    const other = await bus.consultarEventos({ tipo: 'demanda.categorizada', origem: 'D-x', limite: 5 });
+    expect(other.total_exato).toBe(false);
+    expect(Math.abs(other.total - 20_000)).toBeLessThan(2_000);
+    // exactly at the bound, then one row more: the exact total is not kept
+    const at = await bus.consultarEventos({ tipo: 'demanda.recebida', limite: 5 });
+    expect(at).toMatchObject({ total: LIMITE_TOTAL_EXATO, total_exato: true });
+    await seedRows(db, 1, 'demanda.recebida');
+    const past = await bus.consultarEventos({ tipo: 'demanda.recebida', limite: 5 });
+    expect(past.total_exato).toBe(false);
+    expect(past.total).toBeGreaterThan(LIMITE_TOTAL_EXATO);
+  });
 });

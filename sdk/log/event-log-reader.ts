@@ -110,6 +110,9 @@ const MAX_BIGINT = 9223372036854775807n;
 export const LOTE_REPLAY = 1000;
 /** Archived files a `consultarEventos` total reads to count matches; beyond, the total is an upper bound. */
 export const MAX_ARQUIVOS_CONTADOS = 8;
+
+/** How long an estimated `total` (a filter matching more than `LIMITE_TOTAL_EXATO`) is reused, in ms. */
+export const ESTIMATIVA_VALIDA_MS = 10_000;
 export const MAX_LOTES_REPLAY = 100;
 
 const COLUMNS = `sequence_number::text AS sequence_number, event_id::text AS event_id, tipo, versao_schema, timestamp, origem,
@@ -306,6 +309,9 @@ export const cursorValidado = (deSequence: number | bigint): bigint => BigInt(se
  * (sections 4.3–4.5). Every query is parameterised and served by the seed's indexes.
  */
 export class EventLogReader {
+  /** Estimated totals per filter (`total`), until `ate`. */
+  private readonly estimativas = new Map<string, { total: number; ate: number }>();
+
   /**
    * @param arquivo reads of archived months (docs/archive.md): every read below also finds rows
    *   whose month is in the cold archive, marked `arquivado: true`. Default: files in memory 4,
@@ -483,8 +489,17 @@ export class EventLogReader {
     return { total, total_exato: exato };
   }
 
-  /** Exact up to `LIMITE_TOTAL_EXATO` (a count that stops there); above, the planner's row estimate. */
+  /**
+   * Exact up to `LIMITE_TOTAL_EXATO` (a count that stops there); above, the planner's row
+   * estimate — kept `ESTIMATIVA_VALIDA_MS` per filter: the log only grows, so a filter that
+   * matched more than the bound still does, and its next pages skip the bounded count (10,001
+   * index entries) and the EXPLAIN. An exact total is never reused.
+   */
   private async total(where: string, params: unknown[]): Promise<{ total: number; total_exato: boolean }> {
+    const key = `${where}\u0000${JSON.stringify(params)}`;
+    const cached = this.estimativas.get(key);
+    if (cached && cached.ate > Date.now()) return { total: cached.total, total_exato: false };
+    this.estimativas.delete(key);
     const { rows } = await this.pool.query<{ n: number }>(
       `SELECT count(*)::int AS n FROM (SELECT 1 FROM core.event_log ${where} LIMIT ${LIMITE_TOTAL_EXATO + 1}) s`,
       params,
@@ -495,8 +510,11 @@ export class EventLogReader {
       `EXPLAIN (FORMAT JSON) SELECT 1 FROM core.event_log ${where}`,
       params,
     );
-    const estimate = Math.round(plan.rows[0]?.['QUERY PLAN'][0]?.Plan['Plan Rows'] ?? 0);
-    return { total: Math.max(estimate, LIMITE_TOTAL_EXATO + 1), total_exato: false };
+    const total = Math.max(Math.round(plan.rows[0]?.['QUERY PLAN'][0]?.Plan['Plan Rows'] ?? 0), LIMITE_TOTAL_EXATO + 1);
+    this.estimativas.set(key, { total, ate: Date.now() + ESTIMATIVA_VALIDA_MS });
+    // the oldest filters go first past 1,000 kept
+    while (this.estimativas.size > 1000) this.estimativas.delete(this.estimativas.keys().next().value as string);
+    return { total, total_exato: false };
   }
 
   async obterEventoPorId(eventId: string): Promise<EventoDoLog | null> {
