@@ -2,10 +2,17 @@ import { randomUUID } from 'node:crypto';
 import { Kafka, logLevel, type Admin } from 'kafkajs';
 import { silentLogger } from '../sdk';
 import { SAMPLE_PAYLOADS } from '../sdk/testing';
-import { createTestDatabase, randomNamespace, registerCleanup, serviceEnv, waitFor } from '../test/harness';
+import {
+  createTestDatabase,
+  randomNamespace,
+  registerCleanup,
+  serviceEnv,
+  waitFor,
+  type TestDatabase,
+} from '../test/harness';
 import { stageEvents } from './event-log-writer';
 import { BridgeMetrics } from './metrics';
-import { Sequencer } from './sequencer';
+import { Sequencer, type OpcoesSequencer } from './sequencer';
 
 const staged = (ns: string, offset: number) => {
   const event_id = randomUUID();
@@ -28,6 +35,32 @@ const staged = (ns: string, offset: number) => {
   };
 };
 
+/** A started sequencer of namespace `ns` over `pool` (stopped at cleanup), with `o` over the defaults. */
+function startSequencer(
+  pool: TestDatabase['pool'],
+  ns: string,
+  o: Pick<OpcoesSequencer, 'admin' | 'vacuumEveryRows' | 'batchSize' | 'pollMs'>,
+): { sequencer: Sequencer; metrics: BridgeMetrics } {
+  const metrics = new BridgeMetrics();
+  const sequencer = new Sequencer({
+    pool,
+    groupId: `${ns}-bridge`,
+    pattern: new RegExp(`^${ns}\\.evento\\.`),
+    topicPrefix: `${ns}.evento.`,
+    causalHoldMs: 30_000,
+    maxIdleMs: 30_000,
+    orderGapMs: 2_000,
+    roundLimit: 1000,
+    onRefused: () => Promise.resolve(),
+    logger: silentLogger,
+    metrics,
+    ...o,
+  });
+  registerCleanup(() => sequencer.stop());
+  sequencer.start();
+  return { sequencer, metrics };
+}
+
 describe('the sequencer loop', () => {
   it('a round that keeps failing is retried with backoff, counted, reported failing, and recovers by itself', async () => {
     const db = await createTestDatabase();
@@ -37,26 +70,12 @@ describe('the sequencer loop', () => {
     await stageEvents(db.pool, [event]);
     // Kafka "unavailable" to the sequencer at first: no admin client yet
     const kafkaAdmin: { current?: Admin } = {};
-    const metrics = new BridgeMetrics();
-    const sequencer = new Sequencer({
-      pool: db.pool,
+    const { sequencer, metrics } = startSequencer(db.pool, ns, {
       admin: () => kafkaAdmin.current,
-      groupId: `${ns}-bridge`,
-      pattern: new RegExp(`^${ns}\\.evento\\.`),
-      topicPrefix: `${ns}.evento.`,
-      causalHoldMs: 30_000,
-      maxIdleMs: 30_000,
-      orderGapMs: 2_000,
       vacuumEveryRows: 0,
-      roundLimit: 1000,
       batchSize: 100,
       pollMs: 50,
-      onRefused: () => Promise.resolve(),
-      logger: silentLogger,
-      metrics,
     });
-    registerCleanup(() => sequencer.stop());
-    sequencer.start();
     await waitFor(() => sequencer.failing, { timeoutMs: 20_000, message: 'the sequencer reports itself failing' });
     expect((await metrics.sequencerFailures.get()).values[0]?.value).toBeGreaterThanOrEqual(3);
     expect(sequencer.leader).toBe(false); // it let go of the lock to take it anew
@@ -86,26 +105,12 @@ describe('staging upkeep', () => {
     const admin = kafka.admin();
     await admin.connect();
     registerCleanup(() => admin.disconnect());
-    const metrics = new BridgeMetrics();
-    const sequencer = new Sequencer({
-      pool: db.pool,
+    const { metrics } = startSequencer(db.pool, ns, {
       admin: () => admin,
-      groupId: `${ns}-bridge`,
-      pattern: new RegExp(`^${ns}\\.evento\\.`),
-      topicPrefix: `${ns}.evento.`,
-      causalHoldMs: 30_000,
-      maxIdleMs: 30_000,
-      orderGapMs: 2_000,
       vacuumEveryRows: 400,
-      roundLimit: 1000,
       batchSize: 500,
       pollMs: 20,
-      onRefused: () => Promise.resolve(),
-      logger: silentLogger,
-      metrics,
     });
-    registerCleanup(() => sequencer.stop());
-    sequencer.start();
     const size = async () =>
       Number(
         (await db.pool.query<{ n: string }>("SELECT pg_relation_size('core.event_staging')::text AS n")).rows[0]?.n,
