@@ -148,6 +148,12 @@ describe('the PostgreSQL inbox', () => {
         Promise.resolve(),
       ),
     ).rejects.toMatchObject({ code: '22001' }); // value too long for VARCHAR(255)
+    // a NUL (PostgreSQL text cannot hold one; it would end the query text): refused, nothing claimed
+    await expect(
+      withInbox({ pool: db.pool, schema: 'd13' }, { event_id, manipulador: 'a\u0000b', tipo: 't' }, () =>
+        Promise.resolve(),
+      ),
+    ).rejects.toThrow();
     // every connection handed back is usable: no aborted transaction left behind
     await Promise.all(Array.from({ length: 8 }, () => db.pool.query('SELECT 1')));
     const { rows } = await db.pool.query('SELECT 1 FROM d13.feromonios_inbox WHERE event_id = $1', [event_id]);
