@@ -7,8 +7,8 @@ import { listenAuditServer } from '../audit-api/server';
 import { loadAuditConfig, tokenOptions } from '../audit-api/config';
 import { AuditMetrics } from '../audit-api/metrics';
 import { signOperatorToken } from '../audit-api/operator-auth';
-import { LIMITE_TOTAL_EXATO, silentLogger } from '../sdk';
-import { sqlDaPagina } from '../sdk/service';
+import { silentLogger } from '../sdk';
+import { sqlContagem, sqlDaPagina } from '../sdk/service';
 import { progress, type BenchContext } from './context';
 
 export interface AuditRow {
@@ -159,7 +159,7 @@ export async function benchAuditApi(
     // the reader's own page query (sdk/log/event-log-reader.ts)
     const pageSql = sqlDaPagina(f.where, '101', String(offset), f.where.includes('timestamp') || offset > 0);
     // the SDK's bounded count (sdk/log/event-log-reader.ts); above the bound it adds an EXPLAIN
-    const countSql = `SELECT count(*) FROM (SELECT 1 FROM core.event_log ${f.countWhere ?? f.where} LIMIT ${LIMITE_TOTAL_EXATO + 1}) s`;
+    const countSql = sqlContagem(f.countWhere ?? f.where);
     const byId = f.name === ':eventId';
     const plan = await explain(db.pool, pageSql);
     const countPlan = byId ? '—' : await explain(db.pool, countSql);

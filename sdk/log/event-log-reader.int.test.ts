@@ -175,6 +175,60 @@ describe('reads of the log (seed 4.3-4.5)', () => {
     expect((await bus.consultarEventos({})).total).toBe(2200);
   });
 
+  it('filter values travel as escaped literals: hostile texts match exactly their rows, or are refused, and run nothing (fast-check)', async () => {
+    const hostile = fc.oneof(
+      fc.string({ unit: 'grapheme', minLength: 1, maxLength: 30 }),
+      fc.string({ unit: 'binary', minLength: 1, maxLength: 30 }),
+      fc.constantFrom(
+        "x' OR '1'='1",
+        "\\' ; DROP TABLE core.event_log; --",
+        "E'\\x00'",
+        '$1',
+        '$$; SELECT pg_sleep(5); $$',
+        // replacement patterns of String.prototype.replace: the value must never be one
+        "$' $& $` $1",
+        "');COMMIT;SELECT 1;--",
+        '\\',
+        "'",
+        'a\u0000b',
+      ),
+    );
+    const before = (await db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM core.event_log')).rows[0]!.n;
+    let inserted = 0;
+    await fc.assert(
+      fc.asyncProperty(hostile, async (v) => {
+        // refused by the filter check (control characters, NUL): a typed error, never a SQL one
+        const refused = async (f: ConsultarEventosDto): Promise<string | undefined> =>
+          bus.consultarEventos({ ...f, limite: 10 }).then(
+            () => undefined,
+            (err: unknown) => (err as { code?: string }).code ?? String(err),
+          );
+        const codes = [await refused({ tipo: v }), await refused({ payload_campo: 'demanda_id', payload_valor: v })];
+        expect(codes.filter((c) => c !== undefined && c !== 'BAD_REQUEST')).toEqual([]);
+        if (codes.some((c) => c !== undefined)) return;
+        // accepted: a row holding exactly that value is found by it, and only it
+        const id = randomUUID();
+        await db.pool.query(
+          `INSERT INTO core.event_log (event_id, tipo, origem, payload) VALUES ($1, $2::text, 'D-x', jsonb_build_object('demanda_id', $2::text))`,
+          [id, v],
+        );
+        inserted++;
+        for (const f of [{ tipo: v }, { payload_campo: 'demanda_id', payload_valor: v }]) {
+          const page = await bus.consultarEventos({ ...f, limite: 10 });
+          expect(page.linhas.map((e) => e.event_id)).toContain(id);
+          expect(page.linhas.every((e) => (f.tipo !== undefined ? e.tipo === v : e.payload.demanda_id === v))).toBe(
+            true,
+          );
+        }
+      }),
+      { numRuns: 60 },
+    );
+    expect((await db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM core.event_log')).rows[0]!.n).toBe(
+      before + inserted,
+    );
+    await db.pool.query("DELETE FROM core.event_log WHERE origem = 'D-x' AND payload ? 'demanda_id'");
+  });
+
   it('searches a payload key through the GIN index (event_log_payload_idx), never a sequential scan', async () => {
     const r = await bus.consultarEventos({ payload_campo: 'i', payload_valor: '7' });
     expect(r.linhas).toEqual([]); // the fixtures hold numbers: a string value matches only strings

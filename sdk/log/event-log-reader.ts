@@ -1,9 +1,18 @@
 import type pg from 'pg';
+import { escapeLiteral } from 'pg';
 import type { EventoConsultado } from '../contract';
 import { FeromoniosError } from '../errors';
 import type { Logger } from '../runtime/logger';
 import { colonyCodeProblem, textProblem, timestampProblem, isUuid } from '../wire/storable';
-import { listarSegmentos, LogArquivado, uniao, type SegmentoArquivado } from './archive/archived-log';
+import {
+  listarSegmentos,
+  LogArquivado,
+  SQL_SEGMENTOS,
+  segmentosDasLinhas,
+  uniao,
+  type SegmentoArquivado,
+  type SegmentoRow,
+} from './archive/archived-log';
 import type { LinhaDoLog } from './archive/parquet-file';
 
 /** Filters of `consultarEventos` (seed 4.3). */
@@ -134,6 +143,14 @@ export function sqlDaPagina(where: string, limite: string, deslocamento: string,
            WHERE (sequence_number, criado_em) IN (SELECT sequence_number, criado_em FROM core.event_log ${where}
                                                   ORDER BY sequence_number LIMIT ${limite} OFFSET ${deslocamento})
            ORDER BY event_log.sequence_number`;
+}
+
+/**
+ * The bounded count of `consultarEventos`'s total: at most `LIMITE_TOTAL_EXATO + 1` index entries
+ * read, whatever the size of the log (exported for the benchmark's EXPLAIN).
+ */
+export function sqlContagem(where: string): string {
+  return `SELECT count(*)::int AS n FROM (SELECT 1 FROM core.event_log ${where} LIMIT ${LIMITE_TOTAL_EXATO + 1}) s`;
 }
 
 /** A `core.event_log` row as the reads select it (`sequence_number` and uuids as text). */
@@ -309,8 +326,10 @@ export const cursorValidado = (deSequence: number | bigint): bigint => BigInt(se
  * (sections 4.3–4.5). Every query is parameterised and served by the seed's indexes.
  */
 export class EventLogReader {
-  /** Estimated totals per filter (`total`), until `ate`. */
+  /** Estimated totals per filter (its WHERE clause, values included), until `ate`. */
   private readonly estimativas = new Map<string, { total: number; ate: number }>();
+  /** Whether the last read found archived months (how `consultarEventos` cuts its page). */
+  private haArquivo = false;
 
   /**
    * @param arquivo reads of archived months (docs/archive.md): every read below also finds rows
@@ -386,11 +405,8 @@ export class EventLogReader {
   async consultarEventos(filtros: ConsultarEventosDto = {}): Promise<ResultadoPaginado<EventoDoLog>> {
     const f = filtrosValidados(filtros);
     const where: string[] = [];
-    const params: unknown[] = [];
-    const add = (sql: string, v: unknown): void => {
-      params.push(v);
-      where.push(sql.replace('?', `$${params.length}`));
-    };
+    // checked values as escaped literals: the whole read is one simple query (below)
+    const add = (sql: string, v: string): void => void where.push(sql.replace('?', () => escapeLiteral(v)));
     if (f.tipo !== undefined) add('tipo = ?', f.tipo);
     if (f.origem !== undefined) add('origem = ?', f.origem);
     if (f.correlacao_id !== undefined) add('correlacao_id = ?::uuid', f.correlacao_id);
@@ -404,38 +420,51 @@ export class EventLogReader {
     // served by event_log_payload_idx (GIN, jsonb_path_ops)
     if (f.payload !== undefined) add('payload @> ?::jsonb', JSON.stringify({ [f.payload.campo]: f.payload.valor }));
     const w = where.length ? `WHERE ${where.join(' AND ')}` : '';
-    const filterParams = [...params];
     // the cursor narrows the page, not the total
     if (f.apos_sequence !== undefined) add('sequence_number > ?::bigint', f.apos_sequence.toString());
     const pw = where.length ? `WHERE ${where.join(' AND ')}` : '';
-    const antes = await this.segmentos();
-    const [total, page] = await Promise.all([
-      this.total(w, filterParams),
-      this.pool.query<LogRow>(
-        sqlDaPagina(
-          pw,
-          `$${params.length + 1}`,
-          `$${params.length + 2}`,
-          f.timestamp_inicio !== undefined || f.timestamp_fim !== undefined || f.deslocamento > 0,
-        ),
-        // archived rows may come first: PostgreSQL's part of the page is then merged with them
-        antes.length > 0 ? [...params, f.deslocamento + f.limite + 1, 0] : [...params, f.limite + 1, f.deslocamento],
+    const estimado = this.estimativaGuardada(w);
+    // With archived months, PostgreSQL's part of the page is merged with theirs: it is read from
+    // the first matching row (`deslocamento` applied after the merge). Whether there are any is
+    // known from the previous read; a read that finds it changed reads again (below).
+    const comArquivo = this.haArquivo;
+    const [limite, deslocamento] = comArquivo ? [f.deslocamento + f.limite + 1, 0] : [f.limite + 1, f.deslocamento];
+    // One round trip: the archive listed before the page, the bounded count (unless an estimate is
+    // kept), the page, the archive listed again after it (see `segmentos`). Each statement of a
+    // simple query takes its own snapshot, in this order.
+    const consultas = [
+      SQL_SEGMENTOS,
+      ...(estimado ? [] : [sqlContagem(w)]),
+      sqlDaPagina(
+        pw,
+        String(limite),
+        String(deslocamento),
+        f.timestamp_inicio !== undefined || f.timestamp_fim !== undefined || f.deslocamento > 0,
       ),
-    ]);
-    // after PostgreSQL answered (see `segmentos`): a month archived meanwhile is listed here
-    const depois = await this.segmentos();
+      SQL_SEGMENTOS,
+    ];
+    const resultados = (await this.pool.query(consultas.join(';\n'))) as unknown as pg.QueryResult[];
+    const antes = segmentosDasLinhas((resultados[0] as pg.QueryResult<SegmentoRow>).rows);
+    const depois = segmentosDasLinhas((resultados.at(-1) as pg.QueryResult<SegmentoRow>).rows);
+    const page = resultados.at(-2) as pg.QueryResult<LogRow>;
+    this.haArquivo = antes.length > 0 || depois.length > 0;
+    const total =
+      estimado ??
+      (await this.totalContado(w, Number((resultados[1] as pg.QueryResult<{ n: number }>).rows[0]?.n ?? 0)));
     // the total counts archived rows before the cursor too; the page only those after it
     const doFiltro = uniao(antes, depois).filter((sg) => segmentoPodeConter({ ...f, apos_sequence: undefined }, sg));
     const segs = doFiltro.filter((sg) => f.apos_sequence === undefined || sg.sequence_max > f.apos_sequence);
-    if (antes.length === 0 && doFiltro.length === 0) {
-      const { linhas, proximo_cursor } = pagina(page.rows.map(eventoDoLog), f.limite);
-      return { linhas, ...total, limite: f.limite, deslocamento: f.deslocamento, proximo_cursor };
+    if (!comArquivo) {
+      if (antes.length === 0 && doFiltro.length === 0) {
+        const { linhas, proximo_cursor } = pagina(page.rows.map(eventoDoLog), f.limite);
+        return { linhas, ...total, limite: f.limite, deslocamento: f.deslocamento, proximo_cursor };
+      }
+      // a month was archived before or while this read ran, and its page was cut with OFFSET: read again
+      return this.consultarEventos(filtros);
     }
-    // archived while this read ran, after its page was cut with OFFSET: read again
-    if (antes.length === 0) return this.consultarEventos(filtros);
     const aceita = (e: EventoDoLog): boolean => correspondeAosFiltros(f, e);
     const apos = f.apos_sequence ?? -1n;
-    const arquivadas = await this.arquivadas(segs, apos, aceita, f.deslocamento + f.limite + 1);
+    const arquivadas = segs.length ? await this.arquivadas(segs, apos, aceita, f.deslocamento + f.limite + 1) : [];
     const todas = juntar(page.rows.map(eventoDoLog), arquivadas);
     const { linhas, proximo_cursor } = pagina(todas.slice(f.deslocamento, f.deslocamento + f.limite + 1), f.limite);
     const noArquivo = await this.totalArquivado(f, doFiltro);
@@ -490,28 +519,26 @@ export class EventLogReader {
   }
 
   /**
-   * Exact up to `LIMITE_TOTAL_EXATO` (a count that stops there); above, the planner's row
-   * estimate — kept `ESTIMATIVA_VALIDA_MS` per filter: the log only grows, so a filter that
-   * matched more than the bound still does, and its next pages skip the bounded count (10,001
-   * index entries) and the EXPLAIN. An exact total is never reused.
+   * `total` is exact up to `LIMITE_TOTAL_EXATO` (a count that stops there, `sqlContagem`); above,
+   * the planner's row estimate — kept `ESTIMATIVA_VALIDA_MS` per filter: the log only grows, so a
+   * filter that matched more than the bound still does, and its next pages skip the bounded count
+   * (10,001 index entries) and the EXPLAIN. An exact total is never reused.
    */
-  private async total(where: string, params: unknown[]): Promise<{ total: number; total_exato: boolean }> {
-    const key = `${where}\u0000${JSON.stringify(params)}`;
-    const cached = this.estimativas.get(key);
+  private estimativaGuardada(where: string): { total: number; total_exato: false } | undefined {
+    const cached = this.estimativas.get(where);
     if (cached && cached.ate > Date.now()) return { total: cached.total, total_exato: false };
-    this.estimativas.delete(key);
-    const { rows } = await this.pool.query<{ n: number }>(
-      `SELECT count(*)::int AS n FROM (SELECT 1 FROM core.event_log ${where} LIMIT ${LIMITE_TOTAL_EXATO + 1}) s`,
-      params,
-    );
-    const n = rows[0]?.n ?? 0;
+    this.estimativas.delete(where);
+    return undefined;
+  }
+
+  /** The total from the bounded count `n` of `where`: `n` itself, or past the bound the estimate (kept). */
+  private async totalContado(where: string, n: number): Promise<{ total: number; total_exato: boolean }> {
     if (n <= LIMITE_TOTAL_EXATO) return { total: n, total_exato: true };
     const plan = await this.pool.query<{ 'QUERY PLAN': Array<{ Plan: { 'Plan Rows': number } }> }>(
       `EXPLAIN (FORMAT JSON) SELECT 1 FROM core.event_log ${where}`,
-      params,
     );
     const total = Math.max(Math.round(plan.rows[0]?.['QUERY PLAN'][0]?.Plan['Plan Rows'] ?? 0), LIMITE_TOTAL_EXATO + 1);
-    this.estimativas.set(key, { total, ate: Date.now() + ESTIMATIVA_VALIDA_MS });
+    this.estimativas.set(where, { total, ate: Date.now() + ESTIMATIVA_VALIDA_MS });
     // the oldest filters go first past 1,000 kept
     while (this.estimativas.size > 1000) this.estimativas.delete(this.estimativas.keys().next().value as string);
     return { total, total_exato: false };

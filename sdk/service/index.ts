@@ -58,4 +58,4 @@ export {
   type OpcoesS3,
 } from '../log/archive/destination';
 export { LogArquivado, type OpcoesLeituraArquivo, type SegmentoArquivado } from '../log/archive/archived-log';
-export { EventLogReader, sqlDaPagina } from '../log/event-log-reader';
+export { EventLogReader, sqlContagem, sqlDaPagina } from '../log/event-log-reader';

@@ -145,7 +145,7 @@ describe('the archive of the log', () => {
     await expect(arquivarMes({ pool: db.pool, destino }, '2026-13')).rejects.toMatchObject({ code: 'BAD_REQUEST' });
   });
 
-  it('readers replaying throughout archives and restores see every row once, in order', async () => {
+  it('readers replaying and paging throughout archives and restores see every row once, in order', async () => {
     const db = await populatedLog();
     const dir = await tempDir();
     const destino = new DiretorioLocal(dir);
@@ -153,7 +153,21 @@ describe('the archive of the log', () => {
     let running = true;
     let reads = 0;
     const mismatches: string[] = [];
-    const readers = [0, 1].map(async (k) => {
+    // pages of consultarEventos, by keyset (k = 2) and by deslocamento (k = 3): a reader that last
+    // saw no archive cuts its page with OFFSET, and must read again when a month was archived
+    const paged = async (reader: EventLogReader, k: number): Promise<EventoDoLog[]> => {
+      const out: EventoDoLog[] = [];
+      for (let cursor: string | undefined, n = 0; ; n++) {
+        const page = await reader.consultarEventos(
+          k === 2 ? { limite: 37, ...(cursor ? { apos_sequence: cursor } : {}) } : { limite: 37, deslocamento: n * 37 },
+        );
+        out.push(...page.linhas);
+        if (page.total !== before.length || !page.total_exato) mismatches.push(`total ${page.total}`);
+        if (page.linhas.length < 37) return out;
+        cursor = page.proximo_cursor ?? undefined;
+      }
+    };
+    const readers = [0, 1, 2, 3].map(async (k) => {
       // its own reader: its own cache of files
       const reader = new EventLogReader(
         db.pool,
@@ -161,7 +175,12 @@ describe('the archive of the log', () => {
         new LogArquivado({ arquivosEmMemoria: 1, gruposEmMemoria: 1 }),
       );
       while (running) {
-        const got = k === 0 ? await reader.replayDeSequence(0) : await all(reader.replayStream(0));
+        const got =
+          k === 0
+            ? await reader.replayDeSequence(0)
+            : k === 1
+              ? await all(reader.replayStream(0))
+              : await paged(reader, k);
         const seqs = got.map((e) => e.sequence_number);
         if (
           JSON.stringify(got.map(semMarca), (_k, v: unknown) => (typeof v === 'bigint' ? String(v) : v)) !==

@@ -24,31 +24,42 @@ export interface SegmentoArquivado {
 }
 
 /** A segment as PostgreSQL returns it (bigints as text). */
-type SegmentoRow = Omit<SegmentoArquivado, 'sequence_min' | 'sequence_max' | 'bytes'> & {
+export type SegmentoRow = Omit<SegmentoArquivado, 'sequence_min' | 'sequence_max' | 'bytes'> & {
   sequence_min: string;
   sequence_max: string;
   bytes: string;
 };
 
-/** The archived files, in sequence order (optionally of one month). */
-export async function listarSegmentos(
-  db: Pick<pg.Pool, 'query'> | pg.PoolClient,
-  mes?: string,
-): Promise<SegmentoArquivado[]> {
-  const { rows } = await db.query<SegmentoRow>(
-    `SELECT to_char(mes, 'YYYY-MM') AS mes, arquivo, destino, linhas, sequence_min::text AS sequence_min,
-            sequence_max::text AS sequence_max, timestamp_min, timestamp_max, criado_em_min, criado_em_max,
-            tipos, origens, bytes::text AS bytes, sha256, conteudo_sha256
-       FROM core.event_log_arquivo ${mes ? "WHERE mes = to_date($1, 'YYYY-MM')" : ''}
-      ORDER BY event_log_arquivo.sequence_min, arquivo`,
-    mes ? [mes] : [],
-  );
+/** The query listing every archived file, in sequence order (no parameters: it can travel with others). */
+export const SQL_SEGMENTOS = sqlSegmentos('');
+
+function sqlSegmentos(where: string): string {
+  return `SELECT to_char(mes, 'YYYY-MM') AS mes, arquivo, destino, linhas, sequence_min::text AS sequence_min,
+                 sequence_max::text AS sequence_max, timestamp_min, timestamp_max, criado_em_min, criado_em_max,
+                 tipos, origens, bytes::text AS bytes, sha256, conteudo_sha256
+            FROM core.event_log_arquivo ${where}
+           ORDER BY event_log_arquivo.sequence_min, arquivo`;
+}
+
+/** The segments of rows selected by `SQL_SEGMENTOS`. */
+export function segmentosDasLinhas(rows: readonly SegmentoRow[]): SegmentoArquivado[] {
   return rows.map((r) => ({
     ...r,
     sequence_min: BigInt(r.sequence_min),
     sequence_max: BigInt(r.sequence_max),
     bytes: Number(r.bytes),
   }));
+}
+
+/** The archived files, in sequence order (optionally of one month). */
+export async function listarSegmentos(
+  db: Pick<pg.Pool, 'query'> | pg.PoolClient,
+  mes?: string,
+): Promise<SegmentoArquivado[]> {
+  const { rows } = mes
+    ? await db.query<SegmentoRow>(sqlSegmentos("WHERE mes = to_date($1, 'YYYY-MM')"), [mes])
+    : await db.query<SegmentoRow>(SQL_SEGMENTOS);
+  return segmentosDasLinhas(rows);
 }
 
 /** Segments of two listings (taken before and after a read of PostgreSQL), each file once. */
