@@ -1,7 +1,7 @@
 /**
  * A process of the soak (bench/soak.ts): `node --expose-gc --import tsx bench/soak-worker.ts
  * <publisher|colony> <json>`. The publisher publishes `rate` events/s with `publicar`; the colony
- * subscribes with an inbox. Both report to the parent over IPC every 5 s: events so far and the
+ * subscribes with an inbox, batched (`eventosPorTransacao: 100`), as a colony taking 1,000/s would. Both report to the parent over IPC every 5 s: events so far and the
  * heap held after a full GC.
  */
 import pg from 'pg';
@@ -89,7 +89,7 @@ async function colony(c: WorkerConfig): Promise<void> {
       await ctx.transacao?.query('SELECT 1');
       handled++;
     },
-    { inbox: { pool, schema: 'soak' } },
+    { inbox: { pool, schema: 'soak', eventosPorTransacao: 100 } },
   );
   await bus.inscricoesProntas();
   process.send?.({ ready: true });

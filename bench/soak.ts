@@ -60,9 +60,9 @@ export async function runSoak(ctx: BenchContext, minutes: number, rate = 1000): 
   const namespace = bus.topics.namespace;
   const seconds = Math.round(minutes * 60);
   const windowMs = Math.min(5 * 60_000, (seconds * 1000) / 3);
-  // an inbox colony handles each event in its own transaction (a commit, an fsync): on this
-  // machine ~280 events/s per partition handled in parallel, so a colony taking 1,000/s
-  // consumes 6 partitions in parallel (docs/consuming.md)
+  // the colony's inbox handler takes up to 100 events of a fetch per transaction
+  // (`eventosPorTransacao`, docs/consuming.md): one commit and fsync per batch, not per event;
+  // it consumes 6 partitions in parallel
   const partitions = 6;
   const cfg = {
     brokers: ctx.brokers,

@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import fc from 'fast-check';
-import { criarTabelaInbox, withInbox } from './inbox';
+import { criarTabelaInbox, withInbox, withInboxEmLote } from './inbox';
 import type { ManipuladorEvento } from './subscriber';
 import { SAMPLE_PAYLOADS } from '../testing';
 import { createTestDatabase, testKafka, waitFor, type TestDatabase } from '../../test/harness';
 import { createTestBus } from '../../test/harness/bus';
+import { defaultOpcoesEventBus } from '../options';
 
 const categorizada = (event_id = randomUUID()) => ({
   tipo: 'demanda.categorizada',
@@ -102,6 +103,132 @@ describe('the PostgreSQL inbox', () => {
     });
     expect(runs).toEqual(['a']);
     expect(await effects(dto.event_id)).toEqual(['a']);
+  });
+
+  /** A colony D-13 joining `namespace` from the beginning, its handler batching its inbox. */
+  const batchingColony = async (namespace: string, manipulador: ManipuladorEvento, eventosPorTransacao = 50) => {
+    const bus = await createTestBus({
+      namespace,
+      consumo: { ...defaultOpcoesEventBus.consumo, desdeOInicio: true },
+    });
+    bus.inscrever('demanda.categorizada', 'D-13', manipulador, {
+      inbox: { pool: db.pool, schema: 'd13', eventosPorTransacao },
+      tentativasExtras: 0,
+      backoffInicialMs: 10,
+    });
+    await bus.inscricoesProntas();
+    return bus;
+  };
+  const metric = async (bus: { metrics: { registry: { metrics(): Promise<string> } } }, line: RegExp) =>
+    Number(line.exec(await bus.metrics.registry.metrics())?.[1] ?? 0);
+
+  it('eventosPorTransacao: the events of a fetch share inbox transactions, each processed once, a duplicate dropped', async () => {
+    const pub = await createTestBus();
+    const dtos = Array.from({ length: 150 }, () => categorizada());
+    // published before the colony joins: its first fetches hold many events each
+    await pub.publicarLote([...dtos, dtos[7]!]);
+    const runs = new Map<string, number>();
+    const colony = await batchingColony(pub.topics.namespace, async function registrarEmLote(e, { transacao }) {
+      runs.set(e.event_id, (runs.get(e.event_id) ?? 0) + 1);
+      await (transacao as pg.PoolClient).query('INSERT INTO d13.efeitos VALUES ($1, txid_current()::text)', [
+        e.event_id,
+      ]);
+    });
+    await waitFor(
+      async () => (await metric(colony, /feromonios_consume_total\{[^}]*result="duplicate"\} (\d+)/)) === 1,
+    );
+    await waitFor(() => runs.size === dtos.length);
+    const { rows } = await db.pool.query<{ event_id: string; n: number; tx: string }>(
+      'SELECT event_id::text, count(*)::int AS n, min(instancia) AS tx FROM d13.efeitos WHERE event_id = ANY($1::uuid[]) GROUP BY 1',
+      [dtos.map((d) => d.event_id)],
+    );
+    // every event's write once, and many events per transaction (not one each)
+    expect(rows).toHaveLength(dtos.length);
+    expect(rows.every((r) => r.n === 1)).toBe(true);
+    expect([...runs.values()].every((n) => n === 1)).toBe(true);
+    expect(new Set(rows.map((r) => r.tx)).size).toBeLessThanOrEqual(dtos.length / 5);
+    expect(await metric(colony, /feromonios_inbox_batches_total\{[^}]*resultado="committed"\} (\d+)/)).toBeGreaterThan(
+      0,
+    );
+    expect(await metric(colony, /feromonios_consume_total\{[^}]*result="success"\} (\d+)/)).toBe(dtos.length);
+  });
+
+  it('eventosPorTransacao: one failing event rolls its batch back; the others are then kept once each, it alone is dead-lettered', async () => {
+    const pub = await createTestBus();
+    const dtos = Array.from({ length: 60 }, () => categorizada());
+    const bad = dtos[31]!.event_id;
+    await pub.publicarLote(dtos);
+    const runs = new Map<string, number>();
+    const colony = await batchingColony(pub.topics.namespace, async function falhaNoMeio(e, { transacao }) {
+      runs.set(e.event_id, (runs.get(e.event_id) ?? 0) + 1);
+      await (transacao as pg.PoolClient).query('INSERT INTO d13.efeitos VALUES ($1, $2)', [e.event_id, 'lote']);
+      if (e.event_id === bad) throw new Error('falha depois de escrever');
+    });
+    await waitFor(async () => (await metric(colony, /feromonios_dlq_sent_total\{[^}]*\} (\d+)/)) === 1);
+    await waitFor(() => dtos.every((d) => runs.has(d.event_id)));
+    const { rows } = await db.pool.query<{ event_id: string; n: number }>(
+      'SELECT event_id::text, count(*)::int AS n FROM d13.efeitos WHERE event_id = ANY($1::uuid[]) GROUP BY 1',
+      [dtos.map((d) => d.event_id)],
+    );
+    expect(rows.map((r) => r.event_id).sort()).toEqual(
+      dtos
+        .map((d) => d.event_id)
+        .filter((id) => id !== bad)
+        .sort(),
+    );
+    expect(rows.every((r) => r.n === 1)).toBe(true);
+    expect(await metric(colony, /feromonios_inbox_batches_total\{[^}]*resultado="rolled_back"\} (\d+)/)).toBe(1);
+    // the failing event ran in the batch, then once alone (tentativasExtras: 0): one extra attempt
+    expect(runs.get(bad)).toBe(2);
+    const { rows: claimed } = await db.pool.query('SELECT 1 FROM d13.feromonios_inbox WHERE event_id = $1', [bad]);
+    expect(claimed).toEqual([]);
+  });
+
+  it('withInboxEmLote: one claim for the batch; processed events and repeats are skipped, the rest run once, in order', async () => {
+    const inboxD13 = { pool: db.pool, schema: 'd13' };
+    const [a, b, c] = [randomUUID(), randomUUID(), randomUUID()];
+    await withInbox(inboxD13, { event_id: b, manipulador: 'lote', tipo: 't' }, () => Promise.resolve());
+    const ran: string[] = [];
+    const claims = [a, b, c, a.toUpperCase()].map((event_id) => ({ event_id, manipulador: 'lote', tipo: 't' }));
+    const { jaProcessados } = await withInboxEmLote(inboxD13, claims, async (trx, i) => {
+      ran.push(claims[i]!.event_id);
+      await trx.query('INSERT INTO d13.efeitos VALUES ($1, $2)', [claims[i]!.event_id, 'lote']);
+    });
+    expect(ran).toEqual([a, c]);
+    expect(jaProcessados).toEqual([1, 3]);
+    // a failure keeps nothing: neither the claims nor the writes of the events before it
+    const [d, e] = [randomUUID(), randomUUID()];
+    await expect(
+      withInboxEmLote(
+        inboxD13,
+        [d, e].map((event_id) => ({ event_id, manipulador: 'lote', tipo: 't' })),
+        async (trx, i) => {
+          await trx.query('INSERT INTO d13.efeitos VALUES ($1, $2)', [[d, e][i], 'lote']);
+          if (i === 1) throw new Error('falha');
+        },
+      ),
+    ).rejects.toThrow('falha');
+    expect(await effects(d)).toEqual([]);
+    const { rows } = await db.pool.query('SELECT 1 FROM d13.feromonios_inbox WHERE event_id = ANY($1::uuid[])', [
+      [d, e],
+    ]);
+    expect(rows).toEqual([]);
+  });
+
+  it('refuses an eventosPorTransacao that is not an integer from 1 to 500, naming it', async () => {
+    const bus = await createTestBus();
+    const outcomes = [0, 501, 1.5, Number.NaN].map((eventosPorTransacao) => {
+      try {
+        bus.inscrever('demanda.categorizada', 'D-13', () => undefined, {
+          inbox: { pool: db.pool, schema: 'd13', eventosPorTransacao },
+        });
+        return 'accepted';
+      } catch (err) {
+        const { code, message } = err as { code?: string; message: string };
+        return `${code} ${message.includes('eventosPorTransacao')}`;
+      }
+    });
+    expect(outcomes).toEqual(Array(4).fill('INVALID_FIELD true'));
   });
 
   it('claims exactly the given handler name and type, whatever they hold (quotes, backslashes, SQL): the claim travels as literals with BEGIN', async () => {

@@ -1,14 +1,14 @@
 import { withHandlerTimeout } from './handler-timeout';
 import { backoffDelay, sleep } from '../runtime/retry';
 import type { Span } from '@opentelemetry/api';
-import type { Consumer, EachMessagePayload, Kafka, Message } from 'kafkajs';
+import type { Consumer, EachBatchPayload, EachMessagePayload, Kafka, Message } from 'kafkajs';
 import type { EventoConsultado } from '../contract';
 import { brokerSecurityFailure, HandlerTimeoutError, FeromoniosError, isRetriable, type ErrorCode } from '../errors';
 import type { EventDecoder } from '../wire/event-decoder';
 import type { Logger } from '../runtime/logger';
 import type { SdkMetrics } from '../runtime/metrics';
 import { scrubText } from '../wire/error-text';
-import { withInbox, type OpcoesInbox } from './inbox';
+import { eventosPorTransacao, withInbox, withInboxEmLote, type OpcoesInbox } from './inbox';
 import { DLQ_HEADERS, DLQ_OUTCOME_HEADER, REPROCESS_HEADERS } from '../wire/headers';
 import { ensureTopics, withAdmin, type TopicNames, type TopicSettings } from '../wire/topics';
 import { RetentionGapDetector } from './retention-gaps';
@@ -142,6 +142,7 @@ export class ColonySubscriber {
         `colony ${this.d.colonia} already has ${MAX_MANIPULADORES_POR_TIPO} handlers for ${tipo}`,
       );
     }
+    eventosPorTransacao(opcoes.inbox); // INVALID_FIELD now, not at the first event
     this.inscricoes.push({
       tipo,
       nome: manipulador.name || `anônimo#${doTipo + 1}`,
@@ -383,7 +384,9 @@ export class ColonySubscriber {
       if (fresh.length > 0) await consumer.subscribe({ topics: fresh, fromBeginning: this.d.fromBeginning });
       await consumer.run({
         partitionsConsumedConcurrently: this.d.partitionsConcurrently,
-        eachMessage: (payload) => this.handle(payload),
+        // offsets are resolved as messages are handled (handleBatch), never a whole fetch at once
+        eachBatchAutoResolve: false,
+        eachBatch: (payload) => this.handleBatch(payload),
       });
       // run() resolves after the first join (or its crash); close() waited for this sync, so a
       // consumer it did not see is stopped here
@@ -433,6 +436,157 @@ export class ColonySubscriber {
       },
     );
     return this.dlqReady;
+  }
+
+  /**
+   * One fetch of one partition, in offset order — kafkajs's own eachMessage loop (stop when the
+   * consumer stops or the partition was sought; after each message resolve its offset, heartbeat,
+   * commit when due) — except that consecutive events whose every handler batches its inbox
+   * (`eventosPorTransacao` > 1) are handled together (`handleRun`), their offsets resolved after.
+   */
+  private async handleBatch(p: EachBatchPayload): Promise<void> {
+    const { topic, partition, messages } = p.batch;
+    for (let i = 0; i < messages.length;) {
+      if (!p.isRunning() || p.isStale()) return;
+      const run = await this.runAgrupavel(topic, partition, messages, i);
+      const heartbeat = (): Promise<void> => p.heartbeat();
+      if (run.length > 1) await this.handleRun(topic, partition, run, heartbeat);
+      else
+        await this.handle({
+          topic,
+          partition,
+          message: messages[i] as EachMessagePayload['message'],
+          heartbeat,
+          pause: () => p.pause(),
+        });
+      i += Math.max(1, run.length);
+      p.resolveOffset((messages[i - 1] as EachMessagePayload['message']).offset);
+      await p.heartbeat();
+      await p.commitOffsetsIfNecessary();
+    }
+  }
+
+  /**
+   * The events from `messages[from]` on that can share inbox transactions: live (not a
+   * reprocessing), decoded, not seen just now, of types whose every handler has
+   * `eventosPorTransacao` > 1 — at most the smallest of those. Stops at the first that cannot
+   * (it is handled alone, by `handle`, which also dead-letters what does not decode).
+   */
+  private async runAgrupavel(
+    topic: string,
+    partition: number,
+    messages: EachBatchPayload['batch']['messages'],
+    from: number,
+  ): Promise<Array<{ message: EachMessagePayload['message']; evento: EventoConsultado }>> {
+    const run: Array<{ message: EachMessagePayload['message']; evento: EventoConsultado }> = [];
+    if (topic === this.d.topics.reprocessar(this.d.colonia)) return run;
+    let max = Infinity;
+    const ids = new Set<string>();
+    for (let i = from; i < messages.length && run.length < max; i++) {
+      const message = messages[i] as EachMessagePayload['message'];
+      const handlers = this.inscricoes.filter((h) => h.tipo === headerString(message.headers, HEADER.type));
+      const n = Math.min(...handlers.map((h) => eventosPorTransacao(h.opcoes.inbox)));
+      if (handlers.length === 0 || n < 2) break;
+      let evento: EventoConsultado;
+      try {
+        evento = await this.d.decoder.decode(message, { topico: topic, particao: partition, offset: message.offset });
+      } catch {
+        break; // handled alone: dead-lettered, or retried by kafkajs when the registry is down
+      }
+      if (evento.tipo !== handlers[0]?.tipo || this.recent.has(evento.event_id) || ids.has(evento.event_id)) break;
+      ids.add(evento.event_id);
+      max = Math.min(max, n);
+      run.push({ message, evento });
+    }
+    return run;
+  }
+
+  /**
+   * Consecutive events of one partition, each of whose handlers batches its inbox: each handler
+   * takes its events in one transaction (`loteDoManipulador`), handlers independently, as for
+   * one event.
+   */
+  private async handleRun(
+    topic: string,
+    partition: number,
+    run: Array<{ message: EachMessagePayload['message']; evento: EventoConsultado }>,
+    heartbeat: () => Promise<void>,
+  ): Promise<void> {
+    const beat = setInterval(
+      () => void heartbeat().catch(() => undefined),
+      Math.min(2_000, this.d.sessionTimeoutMs / 4),
+    );
+    try {
+      const porManipulador = new Map<Inscricao, typeof run>();
+      for (const r of run)
+        for (const h of this.inscricoes.filter((i) => i.tipo === r.evento.tipo))
+          porManipulador.set(h, [...(porManipulador.get(h) ?? []), r]);
+      await Promise.all([...porManipulador].map(([h, itens]) => this.loteDoManipulador(h, itens, topic, partition)));
+      for (const r of run) this.remember(r.evento.event_id);
+    } finally {
+      clearInterval(beat);
+    }
+  }
+
+  /**
+   * One handler's events of a run in one inbox transaction (`withInboxEmLote`): one claim with
+   * BEGIN, the handler once per new event (its own span and deadline), one COMMIT. When any of
+   * them fails, everything rolls back and each event is handled again alone with the usual
+   * protection (retries, timeout, DLQ) — so a failing event costs its handler one extra attempt,
+   * and the others' writes are kept once.
+   */
+  private async loteDoManipulador(
+    h: Inscricao,
+    itens: Array<{ message: EachMessagePayload['message']; evento: EventoConsultado }>,
+    topic: string,
+    partition: number,
+  ): Promise<void> {
+    const feitos: Array<{ evento: EventoConsultado; segundos: number }> = [];
+    let atual: EventoConsultado | undefined;
+    try {
+      const { jaProcessados } = await withInboxEmLote(
+        h.opcoes.inbox as OpcoesInbox,
+        itens.map(({ evento }) => ({ event_id: evento.event_id, manipulador: h.nome, tipo: evento.tipo })),
+        async (transacao, i) => {
+          const { evento, message } = itens[i] as (typeof itens)[number];
+          atual = evento;
+          const span = this.spanDoManipulador(h, evento, topic, partition, message, 1);
+          const t0 = process.hrtime.bigint();
+          try {
+            await comContextoCausal(this.causa(evento, span, message), () =>
+              withActiveSpan(span, () =>
+                withHandlerTimeout(h.nome, h.opcoes.timeoutMs, this.abort.signal, (signal) =>
+                  h.manipulador(
+                    { ...evento, payload: structuredClone(evento.payload) },
+                    { tentativa: 1, signal, transacao },
+                  ),
+                ),
+              ),
+            );
+          } catch (err) {
+            endSpan(span, err);
+            throw err;
+          }
+          endSpan(span);
+          feitos.push({ evento, segundos: Number(process.hrtime.bigint() - t0) / 1e9 });
+        },
+      );
+      // counted once committed: a rolled-back run is counted by the runs that replace it
+      for (const f of feitos) this.observe(h, f.evento, 'success', f.segundos);
+      for (const i of jaProcessados) this.observe(h, (itens[i] as (typeof itens)[number]).evento, 'duplicate', 0);
+      this.d.metrics.inboxBatches.inc({ colonia: this.d.colonia, manipulador: h.nome, resultado: 'committed' });
+    } catch (err) {
+      this.d.metrics.inboxBatches.inc({ colonia: this.d.colonia, manipulador: h.nome, resultado: 'rolled_back' });
+      this.d.logger.warn('inbox batch rolled back: its events are handled one transaction each', {
+        event_id: atual?.event_id,
+        correlacao_id: atual?.correlacao_id,
+        colonia: this.d.colonia,
+        manipulador: h.nome,
+        eventos: itens.length,
+        error: scrubText(err instanceof Error ? err.message : String(err), atual?.payload, 1000),
+      });
+      for (const { evento, message } of itens) await this.executarProtegido(h, evento, topic, partition, message);
+    }
   }
 
   private async handle(payload: EachMessagePayload): Promise<void> {
@@ -551,39 +705,20 @@ export class ColonySubscriber {
     let lastErr: unknown;
     let attempt = 0;
     for (attempt = 1; attempt <= 1 + h.opcoes.tentativasExtras; attempt++) {
-      const span: Span = startConsumerSpan(
-        topic,
-        {
-          'messaging.consumer.group.name': this.groupId,
-          'messaging.destination.partition.id': String(partition),
-          'messaging.kafka.offset': Number(message.offset),
-          'messaging.message.id': evento.event_id,
-          ...(message.key ? { 'messaging.kafka.message.key': message.key.toString('utf8') } : {}),
-          'feromonios.colonia': this.d.colonia,
-          'feromonios.manipulador': h.nome,
-          'feromonios.tentativa': attempt,
-        },
-        headerString(message.headers, HEADER.traceparent),
-      );
+      const span = this.spanDoManipulador(h, evento, topic, partition, message, attempt);
       const t0 = process.hrtime.bigint();
+      const segundos = (): number => Number(process.hrtime.bigint() - t0) / 1e9;
       try {
-        // what the handler publishes is caused by this event and continues its trace
-        const causa = {
-          event_id: evento.event_id,
-          correlacao_id: evento.correlacao_id,
-          tenant_id: evento.tenant_id,
-          traceparent: handlerTraceparent(span, headerString(message.headers, HEADER.traceparent)),
-        };
-        const ran = await comContextoCausal(causa, () =>
+        const ran = await comContextoCausal(this.causa(evento, span, message), () =>
           withActiveSpan(span, () => this.runWithTimeout(h, evento, attempt, reprocessamento)),
         );
         endSpan(span);
-        this.observe(h, evento, ran ? 'success' : 'duplicate', t0);
+        this.observe(h, evento, ran ? 'success' : 'duplicate', segundos());
         return true;
       } catch (err) {
         lastErr = err;
         endSpan(span, err);
-        this.observe(h, evento, err instanceof HandlerTimeoutError ? 'timeout' : 'failure', t0);
+        this.observe(h, evento, err instanceof HandlerTimeoutError ? 'timeout' : 'failure', segundos());
         this.d.logger.error('handler failed', {
           ...fields,
           tentativa: attempt,
@@ -606,6 +741,41 @@ export class ColonySubscriber {
       evento.payload,
     );
     return false;
+  }
+
+  /** The consumer span of one handler attempt, continuing the publisher's trace. */
+  private spanDoManipulador(
+    h: Inscricao,
+    evento: EventoConsultado,
+    topic: string,
+    partition: number,
+    message: EachMessagePayload['message'],
+    attempt: number,
+  ): Span {
+    return startConsumerSpan(
+      topic,
+      {
+        'messaging.consumer.group.name': this.groupId,
+        'messaging.destination.partition.id': String(partition),
+        'messaging.kafka.offset': Number(message.offset),
+        'messaging.message.id': evento.event_id,
+        ...(message.key ? { 'messaging.kafka.message.key': message.key.toString('utf8') } : {}),
+        'feromonios.colonia': this.d.colonia,
+        'feromonios.manipulador': h.nome,
+        'feromonios.tentativa': attempt,
+      },
+      headerString(message.headers, HEADER.traceparent),
+    );
+  }
+
+  /** What the handler publishes is caused by this event and continues its trace. */
+  private causa(evento: EventoConsultado, span: Span, message: EachMessagePayload['message']) {
+    return {
+      event_id: evento.event_id,
+      correlacao_id: evento.correlacao_id,
+      tenant_id: evento.tenant_id,
+      traceparent: handlerTraceparent(span, headerString(message.headers, HEADER.traceparent)),
+    };
   }
 
   /** Runs the handler (inside its inbox transaction, if any); `false` = already processed. */
@@ -705,10 +875,10 @@ export class ColonySubscriber {
     if (this.recent.size > this.d.dedupWindow) this.recent.delete(this.recent.keys().next().value as string);
   }
 
-  private observe(h: Inscricao, evento: EventoConsultado, result: string, t0: bigint): void {
+  private observe(h: Inscricao, evento: EventoConsultado, result: string, segundos: number): void {
     const labels = { tipo: evento.tipo, colonia: this.d.colonia, result };
     this.d.metrics.consumed.inc(labels);
-    this.d.metrics.handlerDuration.observe(labels, Number(process.hrtime.bigint() - t0) / 1e9);
+    this.d.metrics.handlerDuration.observe(labels, segundos);
   }
 }
 

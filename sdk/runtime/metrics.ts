@@ -10,6 +10,7 @@ export class SdkMetrics {
   readonly consumed: Counter<'tipo' | 'colonia' | 'result'>;
   readonly handlerDuration: Histogram<'tipo' | 'colonia' | 'result'>;
   readonly consumeRetries: Counter<'tipo' | 'colonia'>;
+  readonly inboxBatches: Counter<'colonia' | 'manipulador' | 'resultado'>;
   readonly consumerLag: Gauge<'colonia' | 'topic' | 'partition'>;
   readonly retentionGap: Counter<'colonia' | 'topic'>;
   readonly deadLettered: Counter<'colonia' | 'manipulador'>;
@@ -54,6 +55,12 @@ export class SdkMetrics {
       'feromonios_consume_retries_total',
       'Handler runs retried in place after a failure (attempts beyond the first), by type and colony.',
       ['tipo', 'colonia'],
+    );
+    this.inboxBatches = counter(
+      registry,
+      'feromonios_inbox_batches_total',
+      'Inbox transactions holding several events (inbox.eventosPorTransacao > 1), by colony, handler and result: committed, or rolled_back (its events then handled one transaction each).',
+      ['colonia', 'manipulador', 'resultado'],
     );
     this.consumerLag = gauge(
       registry,
