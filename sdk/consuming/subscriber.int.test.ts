@@ -183,6 +183,38 @@ describe('inscrever over the real broker', () => {
       expect(header(dlq!, DLQ_HEADERS.handler)).toBe('decodificador');
       expect(dlq!.value?.toString()).toBe('lixo');
     });
+
+    it('checks the schema of a live record that claims to be a redacted reprocessing copy: dead-lettered, never handled', async () => {
+      const bus = await createTestBus();
+      const handled: string[] = [];
+      bus.inscrever('demanda.categorizada', 'D-8', (e) => void handled.push(e.event_id));
+      await bus.inscricoesProntas();
+      const good = await bus.publicar({ ...categorizada(), chave_particao: 'k' });
+      await waitFor(() => handled.length === 1);
+      // the same framing and headers as a real record, a payload its schema refuses, and the
+      // header only the platform's reprocessing copy carries
+      const [real] = await readTopic(bus.topics.evento('demanda.categorizada'), 1);
+      const value = Buffer.concat([real!.value!.subarray(0, 5), Buffer.from(JSON.stringify({ demanda_id: 42 }))]);
+      const forged = randomUUID();
+      const p = await producer();
+      await p.send({
+        topic: bus.topics.evento('demanda.categorizada'),
+        acks: -1,
+        messages: [
+          {
+            key: 'k',
+            value,
+            headers: { ...real!.headers, ce_id: forged, feromonios_reprocesso_redigido: 'true' },
+          },
+        ],
+      });
+      const after = (await bus.publicar({ ...categorizada(), chave_particao: 'k' })).event_id;
+      await waitFor(() => handled.length === 2);
+      expect(handled).toEqual([good.event_id, after]);
+      const [dlq] = await readTopic(bus.topics.dlq('D-8'), 1);
+      expect(header(dlq!, DLQ_HEADERS.handler)).toBe('decodificador');
+      expect(header(dlq!, 'ce_id')).toBe(forged);
+    });
   });
 
   it('shares partitions between two instances of one colony: each event handled once', async () => {

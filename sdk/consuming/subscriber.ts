@@ -601,10 +601,12 @@ export class ColonySubscriber {
       const reprocess = topic === this.d.topics.reprocessar(this.d.colonia);
       let evento: EventoConsultado;
       try {
+        // the redacted log copy (fields the policy dropped) skips the schema check — only when
+        // the platform sent it back on the reprocessing topic, never for a header on a live topic
         evento = await this.d.decoder.decode(
           message,
           { topico: topic, particao: partition, offset: message.offset },
-          { validateSchema: headerString(message.headers, REPROCESS_HEADERS.redacted) !== 'true' },
+          { validateSchema: !(reprocess && headerString(message.headers, REPROCESS_HEADERS.redacted) === 'true') },
         );
       } catch (err) {
         if (isRetriable(err)) throw err; // registry down: kafkajs retries the message
