@@ -11,6 +11,7 @@ import {
   type TopicNames,
   type TopicSettings,
   kafkaSecurity,
+  kafkaSocketFactory,
   type SegurancaKafka,
 } from '../sdk';
 import {
@@ -200,6 +201,7 @@ export class Bridge {
       clientId: o.clientId,
       brokers: o.brokers,
       ...kafkaSecurity(o.seguranca),
+      socketFactory: kafkaSocketFactory(),
       logLevel: logLevel.WARN,
       logCreator: kafkaLogs(o.logger),
       retry: { retries: 10, initialRetryTime: 300, maxRetryTime: 5000 },

@@ -1,5 +1,5 @@
 import { Kafka, logLevel } from 'kafkajs';
-import { kafkaSecurity, securityEnv, securityFromEnv } from '../sdk';
+import { kafkaSecurity, kafkaSocketFactory, securityEnv, securityFromEnv } from '../sdk';
 import { readEnv } from '../sdk/service';
 import { ConfluentSchemaRegistry, TopicNames } from '../sdk/wire';
 import { AuditApiClient } from './api-client';
@@ -41,6 +41,7 @@ export class Context {
       clientId: 'feromonios-cli',
       brokers,
       ...kafkaSecurity(this.security().kafka),
+      socketFactory: kafkaSocketFactory(),
       logLevel: logLevel.NOTHING,
       retry: { retries: 3 },
     });

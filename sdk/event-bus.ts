@@ -1,5 +1,6 @@
 import { kafkaLogs } from './runtime/kafka-logs';
 import { kafkaSecurity } from './runtime/connection-security';
+import { kafkaSocketFactory } from './runtime/kafka-sockets';
 import { Kafka, logLevel as kafkaLogLevel } from 'kafkajs';
 import { SchemaCatalog } from './catalog/catalog';
 import type { Barramento, EventoConsultado, PublicarEventoDto } from './contract';
@@ -105,6 +106,7 @@ export class EventBus implements Barramento {
       clientId: o.clientId,
       brokers: o.brokers,
       ...kafkaSecurity(o.seguranca),
+      socketFactory: kafkaSocketFactory(),
       connectionTimeout: 3000,
       requestTimeout: Math.max(1000, o.publishTimeoutMs),
       retry: { initialRetryTime: 100, maxRetryTime: 1000, retries: 5 },

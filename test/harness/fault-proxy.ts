@@ -13,10 +13,17 @@ import { registerCleanup } from './index';
  * - `reset()`: every open connection is reset (RST) in the middle of whatever it was doing;
  * - `halfOpen()`: the server side of every open connection is closed while the client side stays
  *   open and silent — the client is never told (a peer that vanished);
+ * - `cutNextResponse(bytes, how)`: the next chunk the server sends is delivered only up to
+ *   `bytes`, then that connection is reset (`'reset'`) or ended (`'end'`) — a response cut off in
+ *   the middle of its frame;
  * - `heal()`: back to passing everything at once.
  */
 export class FaultProxy {
   private latencyMs = 0;
+  /** The next server chunk's bytes to deliver before closing its connection (`cutNextResponse`). */
+  private cut: { bytes: number; how: 'reset' | 'end' } | undefined;
+  /** Responses cut so far. */
+  cuts = 0;
   private holding = false;
   private readonly held: Array<() => void> = [];
   private readonly pairs = new Set<{ client: net.Socket; server: net.Socket; silent: boolean }>();
@@ -69,8 +76,13 @@ export class FaultProxy {
     }
   }
 
+  cutNextResponse(bytes: number, how: 'reset' | 'end' = 'reset'): void {
+    this.cut = { bytes, how };
+  }
+
   heal(): void {
     this.latencyMs = 0;
+    this.cut = undefined;
     this.holding = false;
     for (const deliver of this.held.splice(0)) deliver();
   }
@@ -98,7 +110,22 @@ export class FaultProxy {
         queue = queue.then(async () => {
           if (delay > 0) await new Promise((r) => setTimeout(r, delay));
           if (this.holding) await new Promise<void>((r) => this.held.push(r));
-          if (!pair.silent && !to.destroyed) to.write(chunk);
+          if (pair.silent || to.destroyed) return;
+          const cut = from === server ? this.cut : undefined;
+          if (cut && chunk.length > cut.bytes) {
+            this.cut = undefined;
+            this.cuts++;
+            pair.silent = true; // nothing more goes through, either way
+            server.destroy();
+            if (cut.how === 'end') client.end(chunk.subarray(0, cut.bytes));
+            else {
+              client.write(chunk.subarray(0, cut.bytes));
+              // the client reads what arrived, then sees the reset
+              setTimeout(() => client.resetAndDestroy(), 50);
+            }
+            return;
+          }
+          to.write(chunk);
         });
       });
     };
