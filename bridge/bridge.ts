@@ -10,8 +10,7 @@ import {
   type SchemaRegistry,
   type TopicNames,
   type TopicSettings,
-  kafkaSecurity,
-  kafkaSocketFactory,
+  kafkaConnection,
   type SegurancaKafka,
 } from '../sdk';
 import {
@@ -200,8 +199,7 @@ export class Bridge {
     this.kafka = new Kafka({
       clientId: o.clientId,
       brokers: o.brokers,
-      ...kafkaSecurity(o.seguranca),
-      socketFactory: kafkaSocketFactory(),
+      ...kafkaConnection(o.seguranca),
       logLevel: logLevel.WARN,
       logCreator: kafkaLogs(o.logger),
       retry: { retries: 10, initialRetryTime: 300, maxRetryTime: 5000 },

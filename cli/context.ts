@@ -1,5 +1,5 @@
 import { Kafka, logLevel } from 'kafkajs';
-import { kafkaSecurity, kafkaSocketFactory, securityEnv, securityFromEnv } from '../sdk';
+import { kafkaConnection, securityEnv, securityFromEnv } from '../sdk';
 import { readEnv } from '../sdk/service';
 import { ConfluentSchemaRegistry, TopicNames } from '../sdk/wire';
 import { AuditApiClient } from './api-client';
@@ -40,8 +40,7 @@ export class Context {
     return new Kafka({
       clientId: 'feromonios-cli',
       brokers,
-      ...kafkaSecurity(this.security().kafka),
-      socketFactory: kafkaSocketFactory(),
+      ...kafkaConnection(this.security().kafka),
       logLevel: logLevel.NOTHING,
       retry: { retries: 3 },
     });

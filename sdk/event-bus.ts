@@ -1,6 +1,5 @@
 import { kafkaLogs } from './runtime/kafka-logs';
-import { kafkaSecurity } from './runtime/connection-security';
-import { kafkaSocketFactory } from './runtime/kafka-sockets';
+import { kafkaConnection } from './runtime/kafka-sockets';
 import { Kafka, logLevel as kafkaLogLevel } from 'kafkajs';
 import { SchemaCatalog } from './catalog/catalog';
 import type { Barramento, EventoConsultado, PublicarEventoDto } from './contract';
@@ -105,8 +104,7 @@ export class EventBus implements Barramento {
     this.kafka = new Kafka({
       clientId: o.clientId,
       brokers: o.brokers,
-      ...kafkaSecurity(o.seguranca),
-      socketFactory: kafkaSocketFactory(),
+      ...kafkaConnection(o.seguranca),
       connectionTimeout: 3000,
       requestTimeout: Math.max(1000, o.publishTimeoutMs),
       retry: { initialRetryTime: 100, maxRetryTime: 1000, retries: 5 },

@@ -48,7 +48,7 @@ export {
   type SegurancaRegistry,
   type TlsCliente,
 } from './runtime/connection-security';
-export { kafkaSocketFactory, KafkaFrameError } from './runtime/kafka-sockets';
+export { kafkaConnection, kafkaSocketFactory } from './runtime/kafka-sockets';
 export {
   MAX_MANIPULADORES_POR_TIPO,
   defaultOpcoesInscricao,

@@ -1,6 +1,16 @@
 import net from 'node:net';
 import tls from 'node:tls';
-import type { ISocketFactory } from 'kafkajs';
+import type { ISocketFactory, KafkaConfig } from 'kafkajs';
+import { kafkaSecurity, type SegurancaKafka } from './connection-security';
+
+/**
+ * How every Feromônios Kafka client connects (the SDK, the bridge, the CLI): the TLS/SASL of
+ * `seguranca` (`kafkaSecurity`) and sockets that hand kafkajs whole responses
+ * (`kafkaSocketFactory`). Spread it into `new Kafka({...})`; a new client gets both by using it.
+ */
+export function kafkaConnection(s: SegurancaKafka | undefined): Pick<KafkaConfig, 'ssl' | 'sasl' | 'socketFactory'> {
+  return { ...kafkaSecurity(s), socketFactory: kafkaSocketFactory() };
+}
 
 /**
  * The sockets every Feromônios Kafka client opens (the SDK, the bridge, the CLI): kafkajs's own
