@@ -63,6 +63,27 @@ describe('ResponseFrames', () => {
     expect(() => new ResponseFrames().push(bytes)).toThrow(`announced ${size} bytes`);
   });
 
+  it('on arbitrary bytes (a hostile or broken peer) returns only well-formed frames or throws KafkaFrameError', () => {
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 400 }), fc.array(fc.nat(), { maxLength: 20 }), (bytes, cuts) => {
+        const framer = new ResponseFrames();
+        const frames: Buffer[] = [];
+        let thrown: unknown;
+        try {
+          for (const c of splitAt(Buffer.from(bytes), cuts)) frames.push(...framer.push(c));
+        } catch (err) {
+          thrown = err;
+        }
+        expect(thrown === undefined || thrown instanceof KafkaFrameError).toBe(true);
+        // every frame handed on is whole: a size of at least 4, and exactly that many bytes after it
+        expect(frames.filter((f) => f.readInt32BE(0) < 4 || f.length !== 4 + f.readInt32BE(0))).toEqual([]);
+        // until a refusal, nothing lost and nothing invented
+        const accounted = frames.reduce((n, f) => n + f.length, 0) + framer.pending;
+        expect(thrown !== undefined || accounted === bytes.length).toBe(true);
+      }),
+    );
+  });
+
   it('refuses a bad size that follows good responses in the same chunk, once they were read', () => {
     const bad = Buffer.alloc(4);
     bad.writeInt32BE(2);
