@@ -25,8 +25,8 @@ const per10k = (a: ReturnType<typeof cpuSeconds>, b: ReturnType<typeof cpuSecond
   java: ((b.java - a.java) * 10_000) / n,
 });
 
-const count = async (pool: pg.Pool, table = 'core.event_log'): Promise<number> =>
-  Number((await pool.query<{ n: string }>(`SELECT count(*) AS n FROM ${table}`)).rows[0]?.n ?? 0);
+const count = async (pool: pg.Pool): Promise<number> =>
+  Number((await pool.query<{ n: string }>('SELECT count(*) AS n FROM core.event_log')).rows[0]?.n ?? 0);
 
 /** A citizen's demand with personal data to redact: text hashed, id removed, coordinates rounded. */
 const recebida = (i: number): PublicarEventoDto => ({
@@ -72,30 +72,47 @@ export async function benchSink(ctx: BenchContext): Promise<SinkRow> {
   const bridgeSeconds = (now() - t0) / 1000;
   const bridgeCpu = per10k(cpu0, cpuSeconds(), n);
 
-  progress('sink: COPY of the same rows into an identical table…');
-  await db.pool.query('CREATE TABLE core.event_log_copy (LIKE core.event_log INCLUDING ALL)');
+  // The reference writes the same rows into the same table: `core.event_log` of a second
+  // database migrated like the first (monthly partitions, every seed index, the `core.event_ids`
+  // trigger and foreign key), so PostgreSQL does for it everything it does for the bridge's rows
+  // except what the bridge itself adds (staging, ordering).
+  progress('sink: COPY of the same rows into core.event_log of a second database…');
+  const ref = await ctx.database('sink_copy');
   const file = `/tmp/feromonios-bench-${randomUUID()}.copy`;
-  let copyMethod = 'COPY FROM file (binary)';
+  let copyMethod = 'COPY FROM file (binary), core.event_log of a second database';
   let copySeconds: number;
   let copyCpu0 = cpuSeconds();
   let copyCpu1 = copyCpu0;
   try {
-    await db.pool.query(`COPY core.event_log TO '${file}' (FORMAT binary)`);
+    // the log is partitioned by month (ADR 0017): COPY TO takes a query, not the parent table
+    await db.pool.query(`COPY (SELECT * FROM core.event_log) TO '${file}' (FORMAT binary)`);
     const c0 = now();
     copyCpu0 = cpuSeconds();
-    await db.pool.query(`COPY core.event_log_copy FROM '${file}' (FORMAT binary)`);
+    await ref.pool.query(`COPY core.event_log FROM '${file}' (FORMAT binary)`);
     copySeconds = (now() - c0) / 1000;
     copyCpu1 = cpuSeconds();
+  } catch (err) {
+    // a server that may not read or write files (not a superuser): the rows go through this process
+    copyMethod = `INSERT of the rows read back (server file COPY failed: ${(err as Error).message})`;
+    const { rows } = await db.pool.query<{ r: string }>('SELECT row_to_json(l)::text AS r FROM core.event_log l');
+    const c0 = now();
+    copyCpu0 = cpuSeconds();
+    for (let i = 0; i < rows.length; i += 5000)
+      await ref.pool.query(
+        'INSERT INTO core.event_log SELECT * FROM json_populate_recordset(NULL::core.event_log, $1::json)',
+        [
+          `[${rows
+            .slice(i, i + 5000)
+            .map((x) => x.r)
+            .join(',')}]`,
+        ],
+      );
+    copySeconds = (now() - c0) / 1000;
+    copyCpu1 = cpuSeconds();
+  } finally {
     fs.rmSync(file, { force: true });
-  } catch {
-    copyMethod = 'INSERT … SELECT (server file COPY not permitted)';
-    const c0 = now();
-    copyCpu0 = cpuSeconds();
-    await db.pool.query('INSERT INTO core.event_log_copy SELECT * FROM core.event_log');
-    copySeconds = (now() - c0) / 1000;
-    copyCpu1 = cpuSeconds();
   }
-  if ((await count(db.pool, 'core.event_log_copy')) !== n) throw new Error('COPY reference did not copy every row');
+  if ((await count(ref.pool)) !== n) throw new Error('COPY reference did not copy every row');
 
   const rate = 1000;
   const seconds = ctx.quick ? 8 : 30;
