@@ -196,15 +196,22 @@ export class Publisher {
           const results = await this.sendWithPatience(byTopic);
           // Each partition reports the offset of its first message; the rest follow in order.
           const next = new Map(results.map((r) => [`${r.topicName}/${r.partition}`, BigInt(r.baseOffset ?? '-1')]));
-          for (const q of take)
+          const keyOf = (m: { topic: string; message: Message }) => `${m.topic}/${m.message.partition}`;
+          for (const q of take) {
+            // never acknowledged without the broker's word (SessionProducer checks every partition)
+            const unanswered = q.planned.find((m) => !next.has(keyOf(m)));
+            if (unanswered) {
+              q.reject(new BrokerError(`the broker did not acknowledge ${keyOf(unanswered)}`));
+              continue;
+            }
             q.resolve(
               q.planned.map((m) => {
-                const key = `${m.topic}/${m.message.partition ?? 0}`;
-                const offset = next.get(key) ?? -1n;
-                next.set(key, offset + 1n);
-                return { topico: m.topic, particao: m.message.partition ?? 0, offset: String(offset) };
+                const offset = next.get(keyOf(m)) as bigint;
+                next.set(keyOf(m), offset + 1n);
+                return { topico: m.topic, particao: m.message.partition as number, offset: String(offset) };
               }),
             );
+          }
         } catch (err) {
           for (const q of take) q.reject(err);
         }

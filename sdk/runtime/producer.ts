@@ -1,12 +1,14 @@
 import {
+  type ICustomPartitioner,
   Partitioners,
   type Kafka,
   type Producer,
   type ProducerBatch,
   type ProducerRecord,
   type RecordMetadata,
+  type TopicMessages,
 } from 'kafkajs';
-import { FeromoniosError, isRetriable } from '../errors';
+import { BrokerError, FeromoniosError, isRetriable } from '../errors';
 import type { Logger } from './logger';
 
 /**
@@ -27,6 +29,14 @@ import type { Logger } from './logger';
  * request. Those retries stay (five): kafkajs re-sends only the partitions that failed, while a
  * whole-batch retry above it re-sends the partitions already written too — duplicates, and a
  * batch's first copies out of order across partitions (fault scenario 7 caught it with one).
+ *
+ * kafkajs 2.2.4 can also resolve a send without having written all of it (tulios/kafkajs#1303,
+ * PR #1798): its retries keep the responses of the brokers that answered, and a partition whose
+ * leader moved to one of those brokers is never sent again — its records are missing from the
+ * result, and from Kafka. So every send is checked: each partition it targeted must be in the
+ * result, and the records of a partition that is not are sent again (they were not written, or
+ * the idempotent producer drops the copy). `send` and `sendBatch` resolve only when every record
+ * was acknowledged.
  */
 export class SessionProducer {
   private producer: Producer | undefined;
@@ -39,11 +49,33 @@ export class SessionProducer {
   ) {}
 
   send(record: ProducerRecord): Promise<RecordMetadata[]> {
-    return this.run((p) => p.send(record));
+    const { topic, messages, ...options } = record;
+    return this.sendConfirmed({ ...options, topicMessages: [{ topic, messages }] });
   }
 
   sendBatch(batch: ProducerBatch): Promise<RecordMetadata[]> {
-    return this.run((p) => p.sendBatch(batch));
+    return this.sendConfirmed(batch);
+  }
+
+  /** Sends, then sends again what kafkajs's answer leaves unconfirmed (see the class). */
+  private async sendConfirmed(batch: ProducerBatch): Promise<RecordMetadata[]> {
+    const confirmed: RecordMetadata[] = [];
+    let pending = batch.topicMessages ?? [];
+    for (let round = 1; ; round++) {
+      const results = await this.run((p) => p.sendBatch({ ...batch, topicMessages: pending }));
+      confirmed.push(...results);
+      pending = unconfirmed(pending, results);
+      if (pending.length === 0) return confirmed;
+      const partitions = pending.flatMap(({ topic, messages }) => [
+        ...new Set(messages.map((m) => `${topic}/${m.partition ?? '?'}`)),
+      ]);
+      if (round >= CONFIRMATION_ROUNDS)
+        throw new BrokerError(`the broker did not acknowledge ${partitions.join(', ')} after ${round} sends`);
+      this.logger?.warn('kafkajs resolved a send without some partitions; sending their records again', {
+        partitions,
+        round,
+      });
+    }
   }
 
   /** Opens the session now (otherwise the first send does). */
@@ -87,7 +119,7 @@ export class SessionProducer {
         idempotent: true,
         maxInFlightRequests: 1,
         allowAutoTopicCreation: false,
-        createPartitioner: Partitioners.DefaultPartitioner,
+        createPartitioner: recordingPartitioner,
       });
       try {
         await p.connect();
@@ -115,4 +147,38 @@ export function isRequestTimeout(err: unknown, depth = 0): boolean {
   if (err.name === 'KafkaJSRequestTimeoutError') return true;
   const e = err as Error & { cause?: unknown; originalError?: unknown };
   return isRequestTimeout(e.cause, depth + 1) || isRequestTimeout(e.originalError, depth + 1);
+}
+
+/** Sends of one batch before the records kafkajs keeps leaving out are refused (retriably). */
+const CONFIRMATION_ROUNDS = 5;
+
+/**
+ * kafkajs's murmur2 partitioner (Java clients', Redpanda tooling's), writing its choice into the
+ * message, so that a message sent without a partition can be matched with the result afterwards
+ * (and a retry keeps it where the first try put it).
+ */
+const recordingPartitioner: ICustomPartitioner = () => {
+  const murmur2 = Partitioners.DefaultPartitioner();
+  return (args) => {
+    const partition = murmur2(args);
+    args.message.partition = partition;
+    return partition;
+  };
+};
+
+/**
+ * The messages of `sent` whose partition has no entry in kafkajs's `results` (so were not
+ * acknowledged), grouped by topic as sent, in their order. A message without a partition (kafkajs
+ * never partitioned it) counts as unconfirmed.
+ */
+export function unconfirmed(sent: TopicMessages[], results: RecordMetadata[]): TopicMessages[] {
+  const acknowledged = new Set(results.map((r) => `${r.topicName}\u0000${r.partition}`));
+  const out: TopicMessages[] = [];
+  for (const { topic, messages } of sent) {
+    const missing = messages.filter(
+      (m) => typeof m.partition !== 'number' || !acknowledged.has(`${topic}\u0000${m.partition}`),
+    );
+    if (missing.length > 0) out.push({ topic, messages: missing });
+  }
+  return out;
 }
