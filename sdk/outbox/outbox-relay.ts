@@ -210,6 +210,7 @@ export class OutboxRelay {
     let failures = 0;
     while (this.running) {
       let published = 0;
+      const started = Date.now();
       try {
         published = await this.executarCiclo();
         failures = 0;
@@ -233,8 +234,17 @@ export class OutboxRelay {
         this.notified = false; // more are waiting, or a commit arrived during the pass
         continue;
       }
+      // The backoff after a failure counts from the start of the pass: a pass the broker refused
+      // until publishTimeoutMs was paced by the publisher's own retries already, and it may have
+      // been written for some partitions and not others — the sequencer holds those copies only
+      // `BRIDGE_ORDER_GAP_MS` for the rest (docs/ordering.md), so the next pass must not wait more.
       const wait =
-        failures > 0 ? backoffDelay(failures + 1, { initialMs: this.o.intervaloMs, maxMs: 5_000 }) : this.o.intervaloMs;
+        failures > 0
+          ? Math.max(
+              this.o.intervaloMs,
+              backoffDelay(failures + 1, { initialMs: this.o.intervaloMs, maxMs: 5_000 }) - (Date.now() - started),
+            )
+          : this.o.intervaloMs;
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, wait);
         this.wake = () => {

@@ -8,7 +8,7 @@ import {
   SchemaValidationError,
   type Logger,
 } from '..';
-import { EventDecoder } from '../wire';
+import { EventDecoder, ORDER_HEADER, parseOrder } from '../wire';
 import { SAMPLE_PAYLOADS } from '../testing';
 import { createTestBus, SEED_EVENTS } from '../../test/harness/bus';
 import { randomNamespace, readTopic, serviceEnv, testKafka, topicMessageCount } from '../../test/harness';
@@ -290,3 +290,50 @@ describe('what publishing says, and stamps, when the colony gets something wrong
     expect(about.every((l) => l.level === 'debug' && typeof l.fields?.expected === 'string')).toBe(true); // …not as a warning
   });
 });
+
+describe('a publish that failed, published again', () => {
+  it('keeps its place in the session order (feromonios_ordem): the retry carries the counter of the failed attempt', async () => {
+    const bus = await createTestBus({ publishTimeoutMs: 1_500 });
+    const topic = bus.topics.evento('demanda.categorizada');
+    // every record is refused by this topic until its max.message.bytes is raised
+    const admin = await testKafka().admin();
+    await admin.createTopics({
+      waitForLeaders: true,
+      topics: [
+        { topic, numPartitions: 3, replicationFactor: 1, configEntries: [{ name: 'max.message.bytes', value: '64' }] },
+      ],
+    });
+    const first = categorizada();
+    const event_id = randomUUID();
+    await expect(bus.publicar({ ...first, event_id })).rejects.toMatchObject({ code: 'BROKER_REJECTED' });
+    await admin.alterConfigs({
+      validateOnly: false,
+      resources: [
+        { type: 2 /* TOPIC */, name: topic, configEntries: [{ name: 'max.message.bytes', value: '1048588' }] },
+      ],
+    });
+    const later = await waitForPublish(() => bus.publicar(categorizada()));
+    await bus.publicar({ ...first, event_id }); // the same event again (the outbox relay's next pass)
+    const order = (await readTopic(topic, 2)).map((m) => ({
+      event_id: m.headers?.[HEADER.id]?.toString(),
+      ordem: parseOrder(m.headers?.[ORDER_HEADER]?.toString()),
+    }));
+    const retried = order.find((o) => o.event_id === event_id)?.ordem;
+    const next = order.find((o) => o.event_id === later.event_id)?.ordem;
+    expect(retried?.sessao).toBe(next?.sessao);
+    // the failed attempt took its counter before `later` was planned; the retry kept it
+    expect(retried?.contador).toBeLessThan(next?.contador as number);
+  });
+});
+
+/** Publishes until the broker takes it (a topic config change reaches the partitions' leaders a moment later). */
+async function waitForPublish<T>(publish: () => Promise<T>): Promise<T> {
+  for (let i = 0; ; i++) {
+    try {
+      return await publish();
+    } catch (err) {
+      if (i >= 20) throw err;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }
+}

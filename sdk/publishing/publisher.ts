@@ -30,6 +30,9 @@ interface QueuedSend {
 /** Calls waiting behind an in-flight request are merged up to about this many value bytes. */
 const MAX_COALESCED_BYTES = 512 * 1024;
 
+/** Failed publishes whose counters a publisher remembers for a retry of the same event. */
+const FAILED_COUNTERS_KEPT = 100_000;
+
 interface PublisherDeps {
   kafka: Kafka;
   catalog: SchemaCatalog;
@@ -54,6 +57,17 @@ export class Publisher {
   /** This publisher's session in `feromonios_ordem` (publish order across topics, docs/ordering.md). */
   private readonly session = randomUUID();
   private planned = 0;
+  /**
+   * `feromonios_ordem` counters of events whose publish failed, by event_id (the most recent
+   * `FAILED_COUNTERS_KEPT`): publishing the same event again — the outbox relay's next pass, a
+   * caller retrying with the same `event_id` — keeps the event's place in this session's order. A
+   * request that failed may have been written for some partitions and not others (a partition
+   * whose replicas came back later than the rest's); with new counters, the events re-sent for
+   * the partition that failed would be ordered after everything the first attempt did write.
+   * With the same counters the sequencer holds the written ones until the gap fills
+   * (docs/ordering.md, `BRIDGE_ORDER_GAP_MS`).
+   */
+  private readonly failedCounters = new Map<string, number>();
 
   constructor(private readonly d: PublisherDeps) {
     this.producer = new SessionProducer(d.kafka, d.logger);
@@ -99,9 +113,12 @@ export class Publisher {
         }),
       );
       const out = validados.map((v) => eventoValidado(v));
+      const counters = validados.map((v) => this.counterOf(v.event_id));
       try {
         await this.withDeadline(async () => {
-          const planned = validados.map((v, i) => this.plan(v, ids[i] as number, traceparentOf(spans[i] as Span)));
+          const planned = validados.map((v, i) =>
+            this.plan(v, ids[i] as number, traceparentOf(spans[i] as Span), counters[i] as number),
+          );
           await this.ensureTopics([...new Set(planned.map((m) => m.topic))]);
           for (const m of planned)
             m.message.partition = this.partitioner({
@@ -121,6 +138,7 @@ export class Publisher {
         });
       } catch (err) {
         spans.forEach((sp) => endSpan(sp, err));
+        validados.forEach((v, i) => this.rememberFailed(v.event_id, counters[i] as number));
         throw err;
       }
       spans.forEach((sp) => endSpan(sp));
@@ -270,7 +288,26 @@ export class Publisher {
     }));
   }
 
-  private plan(v: EventoValidado, schemaId: number, traceparent: string): { topic: string; message: Message } {
+  /** The event's counter in this session: the one of its failed publish if it had one, else the next. */
+  private counterOf(eventId: string): number {
+    const failed = this.failedCounters.get(eventId);
+    if (failed === undefined) return ++this.planned;
+    this.failedCounters.delete(eventId);
+    return failed;
+  }
+
+  private rememberFailed(eventId: string, counter: number): void {
+    this.failedCounters.set(eventId, counter);
+    while (this.failedCounters.size > FAILED_COUNTERS_KEPT)
+      this.failedCounters.delete(this.failedCounters.keys().next().value as string);
+  }
+
+  private plan(
+    v: EventoValidado,
+    schemaId: number,
+    traceparent: string,
+    counter: number,
+  ): { topic: string; message: Message } {
     return {
       topic: this.d.topics.evento(v.tipo),
       message: {
@@ -282,7 +319,7 @@ export class Publisher {
         headers: buildHeaders(v, {
           traceparent,
           partitionKey: v.chave_particao,
-          ordem: `${this.session}:${++this.planned}`,
+          ordem: `${this.session}:${counter}`,
         }),
       },
     };
