@@ -233,6 +233,11 @@ export class Publisher {
         } catch (err) {
           for (const q of take) q.reject(err);
         }
+        // A request that carried several calls means concurrent callers: let the ones just answered
+        // publish again before the next request is cut (their next calls reach the queue after a
+        // few promise hops and would otherwise wait a whole round trip, halving a busy publisher's
+        // batches). A lone caller is not made to wait for it.
+        if (take.length > 1) await new Promise<void>((r) => setImmediate(r));
       }
     } finally {
       this.sending = false;
