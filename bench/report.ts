@@ -193,6 +193,10 @@ export function renderReport(r: Results): { table: string; markdown: string } {
     );
     md.push(line([`PostgreSQL ${r.sink.copyMethod}`, fmt(r.sink.copyPerSec, 0), '1×', cpu(r.sink.copyCpu)]), '');
     md.push(
+      `Phases of the drain: every event staged after ${fmt(r.sink.stagedSeconds, 1)} s (${fmt(r.sink.events / r.sink.stagedSeconds, 0)} events/s), all in the log after ${fmt(r.sink.bridgeSeconds, 1)} s — for a backlog the sequencer's barrier (ADR 0009) lets the first row move only once every partition is staged up to the snapshot, so the two phases add up.`,
+      '',
+    );
+    md.push(
       `Publish → visible in the log (confirmed publishing) at ${r.sink.visible.rate}/s for ${r.sink.visible.seconds} s: p50 ${fmt(r.sink.visible.p50)} ms, p95 ${fmt(r.sink.visible.p95)} ms, **p99 ${fmt(r.sink.visible.p99)} ms** (${r.sink.visible.n} events).`,
       '',
     );
