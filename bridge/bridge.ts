@@ -94,6 +94,11 @@ export interface OpcoesBridge {
   /** Longest wait of a producer's event for an earlier counter of its session, in milliseconds. Default 2 s. */
   orderGapMs?: number;
   /**
+   * Largest step back in record timestamps within one partition allowed for when the sequencer
+   * moves a backlog's head while its tail is still being staged, in milliseconds. Default 2 s.
+   */
+  orderSkewMs?: number;
+  /**
    * Rows moved out of `core.event_staging` after which the sequencer VACUUMs it (0: never, left
    * to autovacuum). Default 20,000.
    */
@@ -214,6 +219,7 @@ export class Bridge {
       causalHoldMs: o.causalHoldMs ?? 30_000,
       maxIdleMs: o.orderMaxIdleMs ?? 30_000,
       orderGapMs: o.orderGapMs ?? 2_000,
+      orderSkewMs: o.orderSkewMs ?? 2_000,
       vacuumEveryRows: o.stagingVacuumRows ?? 20_000,
       roundLimit: 50_000,
       batchSize: o.batchSize,

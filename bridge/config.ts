@@ -89,6 +89,13 @@ export const bridgeEnv = {
     unit: 'milliseconds',
     doc: "Longest wait of a producer's event for an earlier one of the same send not staged yet (publish order across rounds; docs/ordering.md).",
   }),
+  BRIDGE_ORDER_SKEW_MS: env.int({
+    min: 0,
+    max: 3_600_000,
+    default: 2_000,
+    unit: 'milliseconds',
+    doc: "Largest step back in record timestamps within one partition allowed for when the sequencer moves a backlog's head while its tail is still being staged (docs/ordering.md).",
+  }),
   BRIDGE_ORDER_MAX_IDLE_MS: env.int({
     min: 100,
     max: 3_600_000,

@@ -38,6 +38,7 @@ async function main(): Promise<void> {
     causalHoldMs: cfg.BRIDGE_CAUSAL_HOLD_MS,
     orderMaxIdleMs: cfg.BRIDGE_ORDER_MAX_IDLE_MS,
     orderGapMs: cfg.BRIDGE_ORDER_GAP_MS,
+    orderSkewMs: cfg.BRIDGE_ORDER_SKEW_MS,
     stagingVacuumRows: cfg.BRIDGE_STAGING_VACUUM_ROWS,
     stallAfterMs: cfg.BRIDGE_STALL_AFTER_MS,
     gaugesIntervalMs: cfg.BRIDGE_GAUGES_INTERVAL_MS,

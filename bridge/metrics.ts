@@ -140,6 +140,11 @@ export class BridgeMetrics {
     help: 'Sequencer rounds that failed (database or Kafka unavailable) and were retried after a backoff.',
     registers: [this.registry],
   });
+  readonly sequencerCuts = new Counter({
+    name: 'feromonios_bridge_sequencer_cut_rounds_total',
+    help: 'Sequencer rounds that wrote the events published before a cut while partitions were still being staged (a backlog: docs/ordering.md).',
+    registers: [this.registry],
+  });
   readonly rounds = new Histogram({
     name: 'feromonios_bridge_sequencer_round_seconds',
     help: 'Duration of one sequencer round (snapshot, wait for the partitions, order, write), in seconds.',

@@ -39,7 +39,8 @@ const staged = (ns: string, offset: number) => {
 function startSequencer(
   pool: TestDatabase['pool'],
   ns: string,
-  o: Pick<OpcoesSequencer, 'admin' | 'vacuumEveryRows' | 'batchSize' | 'pollMs'>,
+  o: Pick<OpcoesSequencer, 'admin' | 'vacuumEveryRows' | 'batchSize' | 'pollMs'> &
+    Partial<Pick<OpcoesSequencer, 'orderSkewMs' | 'maxIdleMs' | 'roundLimit'>>,
 ): { sequencer: Sequencer; metrics: BridgeMetrics } {
   const metrics = new BridgeMetrics();
   const sequencer = new Sequencer({
@@ -50,6 +51,7 @@ function startSequencer(
     causalHoldMs: 30_000,
     maxIdleMs: 30_000,
     orderGapMs: 2_000,
+    orderSkewMs: 2_000,
     roundLimit: 1000,
     onRefused: () => Promise.resolve(),
     logger: silentLogger,
@@ -135,5 +137,83 @@ describe('staging upkeep', () => {
     // dead rows' space is reused: the table no longer grows with the events that went through it
     expect(sizes.at(-1)).toBeLessThanOrEqual(Math.max(...sizes.slice(0, 4)));
     expect((await db.pool.query('SELECT 1 FROM core.event_staging')).rowCount).toBe(0);
+  });
+});
+
+describe('a backlog', () => {
+  it('moves its head into the log while its tail is still being staged (a cut by publish time), in publish order, and the tail after it', async () => {
+    const db = await createTestDatabase();
+    const ns = randomNamespace();
+    const topic = `${ns}.evento.demanda.normalizada`;
+    const kafka = new Kafka({ clientId: 'sequencer-test', brokers: serviceEnv().brokers, logLevel: logLevel.NOTHING });
+    const admin = kafka.admin();
+    await admin.connect();
+    registerCleanup(() => admin.disconnect());
+    await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: 2 }] });
+    const producer = kafka.producer();
+    await producer.connect();
+    registerCleanup(() => producer.disconnect());
+    const perPartition = 6000;
+    for (const partition of [0, 1])
+      await producer.send({ topic, messages: Array.from({ length: perPartition }, () => ({ partition, value: 'x' })) });
+    // publish times interleave: partition 0's i-th event at base + 20i ms, partition 1's at base + 20i + 10
+    // (multiples of 10 ms: the log's `timestamp` keeps hundredths of a second)
+    const base = Date.parse('2026-12-03T10:00:00.000Z');
+    const row = (partition: number, i: number) => {
+      const at = new Date(base + 20 * i + 10 * partition).toISOString();
+      return { ...staged(ns, i), kafka_topic: topic, kafka_partition: partition, timestamp: at, publicado_em: at };
+    };
+    const stage = async (partition: number, from: number, to: number) => {
+      for (let i = from; i < to; i += 2000)
+        await stageEvents(
+          db.pool,
+          Array.from({ length: Math.min(2000, to - i) }, (_, k) => row(partition, i + k)),
+        );
+      // the bridge commits after staging: the committed offset says "staged up to here"
+      await admin.setOffsets({ groupId: `${ns}-bridge`, topic, partitions: [{ partition, offset: String(to) }] });
+    };
+    await stage(0, 0, perPartition);
+    await stage(1, 0, 4000); // partition 1 lags: its last 2,000 are not staged yet
+    const skew = 1000;
+    const { metrics } = startSequencer(db.pool, ns, {
+      admin: () => admin,
+      vacuumEveryRows: 0,
+      batchSize: 100, // writes in chunks of 5,000; a cut needs at least that many events below it
+      roundLimit: 50_000, // as deployed: one round takes everything below the cut
+      pollMs: 50,
+      orderSkewMs: skew,
+      maxIdleMs: 600_000, // never given up on: only the cut can move anything before it is staged
+    });
+    const logged = async () =>
+      (
+        await db.pool.query<{ timestamp: Date; kafka_partition: number }>(
+          'SELECT timestamp, kafka_partition FROM core.event_log ORDER BY sequence_number',
+        )
+      ).rows;
+    // the cut: partition 1's latest staged publish time (base + 79,990 ms) less the skew
+    const cut = base + 20 * 3999 + 10 - skew;
+    const expectedHead = [0, 1].reduce(
+      (n, p) =>
+        n + Array.from({ length: perPartition }, (_, i) => base + 20 * i + 10 * p).filter((t) => t < cut).length,
+      0,
+    );
+    await waitFor(async () => (await logged()).length === expectedHead, {
+      timeoutMs: 30_000,
+      message: `the ${expectedHead} events published before the cut in the log while partition 1 is still being staged`,
+    });
+    await new Promise((r) => setTimeout(r, 1_000));
+    const head = await logged();
+    expect(head.length).toBe(expectedHead); // nothing at or past the cut
+    expect(head.every((r) => r.timestamp.getTime() < cut)).toBe(true);
+    expect((await metrics.sequencerCuts.get()).values[0]?.value).toBeGreaterThanOrEqual(1);
+
+    await stage(1, 4000, perPartition);
+    await waitFor(async () => (await logged()).length === 2 * perPartition, {
+      timeoutMs: 30_000,
+      message: 'the whole backlog in the log once partition 1 is staged',
+    });
+    const times = (await logged()).map((r) => r.timestamp.getTime());
+    // publish order across both partitions, head and tail alike
+    expect(times).toEqual([...times].sort((a, b) => a - b));
   });
 });

@@ -27,6 +27,12 @@ export interface OpcoesSequencer {
   /** Longest wait of an event for an earlier counter of its producer session not staged yet, in milliseconds. */
   orderGapMs: number;
   /**
+   * Largest step back in record timestamps within one partition the sequencer allows for, in
+   * milliseconds, when it moves the head of a backlog while its tail is still being staged (a
+   * cut by publish time below every lagging partition's staged frontier, docs/ordering.md).
+   */
+  orderSkewMs: number;
+  /**
    * Rows moved (or dropped) out of `core.event_staging` after which the leader VACUUMs it; 0
    * never does. Staging is a queue table — every event is inserted, then deleted — so its dead
    * rows pile up as fast as events flow; left to autovacuum (off on some servers, late on a
@@ -51,6 +57,9 @@ export const SEQUENCER_LOCK_NAME = 'feromonios-sequencer';
 
 /** Consecutive failed rounds after which the sequencer reports itself failing. */
 const FAILING_AFTER = 3;
+
+/** How long a round waits for the barrier before it considers a cut by publish time, and how often it looks again. */
+const CUT_AFTER_MS = 250;
 
 type Snapshot = Array<{ topic: string; partition: number; high: bigint }>;
 
@@ -81,6 +90,8 @@ export class Sequencer {
    */
   private readonly ultimoContador = new Map<string, number>();
   private failures = 0;
+  /** The last round was a cut and wrote nothing (every event below it held). */
+  private cutWroteNothing = false;
   /** Rows that left staging since it was last vacuumed (this leader's count). */
   private leftStaging = 0;
   /** Events per `core.event_log` transaction: rows come from PostgreSQL itself, so larger chunks than staging's. */
@@ -207,9 +218,10 @@ export class Sequencer {
     }
     const started = process.hrtime.bigint();
     const snapshot = await this.snapshot();
-    await this.waitForStaging(snapshot);
+    const cut = await this.waitForStaging(snapshot, !this.cutWroteNothing);
     if (this.stopping) return false;
-    const { refs, now } = await this.readRound(snapshot);
+    if (cut !== undefined) this.o.metrics.sequencerCuts.inc();
+    const { refs, now } = await this.readRound(snapshot, cut);
     const causes = [...new Set(refs.map((r) => r.causation_id).filter((c): c is string => c !== null))];
     const inLog = new Set(
       causes.length === 0
@@ -251,6 +263,9 @@ export class Sequencer {
       this.leftStaging += chunk.length;
       this.o.logger.debug('batch written', { inserted: result.inserted.length, duplicates: result.duplicates.length });
     }
+    // a cut whose events were all held (causes or predecessors missing) moved nothing: the next
+    // round waits for its barrier instead, so held events never keep rounds short of it
+    this.cutWroteNothing = cut !== undefined && order.write.length === 0;
     await this.vacuumStaging();
     this.o.metrics.rounds.observe(Number(process.hrtime.bigint() - started) / 1e9);
     return order.write.length > 0;
@@ -323,10 +338,19 @@ export class Sequencer {
    * Until every partition of the snapshot is staged up to its high watermark (the events
    * lane's committed offset), except partitions that make no progress for `maxIdleMs`: those
    * are counted, logged, and not waited for again until their committed offset moves.
+   *
+   * While partitions still lag (a backlog being staged), the round may instead take a cut: an
+   * instant below which every event of the snapshot is staged already — `orderSkewMs` before the
+   * latest publish time staged for the furthest-behind lagging partition. An event not staged yet
+   * comes after everything staged in its partition, so its publish time is at least that
+   * partition's latest staged one minus the step back its producers' clocks may take; below the
+   * cut, nothing is missing. Returns the cut (milliseconds since the epoch), or `undefined` when
+   * the barrier was reached.
    */
-  private async waitForStaging(snapshot: Snapshot): Promise<void> {
+  private async waitForStaging(snapshot: Snapshot, mayCut: boolean): Promise<number | undefined> {
     const key = (t: string, p: number) => `${t}\u0000${p}`;
     const lastMove = new Map<string, { offset: bigint; at: number }>();
+    let cutLookedAt = Date.now();
     for (let first = true; !this.stopping; first = false) {
       const committed = await this.committedOffsets([...new Set(snapshot.map((s) => s.topic))]);
       const now = Date.now();
@@ -340,7 +364,12 @@ export class Sequencer {
         }
         return s.high > 0n && c < s.high;
       });
-      if (lagging.length === 0) return;
+      if (lagging.length === 0) return undefined;
+      if (mayCut && now - cutLookedAt >= CUT_AFTER_MS) {
+        cutLookedAt = now;
+        const cut = await this.cutBelow(lagging);
+        if (cut !== undefined) return cut;
+      }
       for (const s of lagging) {
         const k = key(s.topic, s.partition);
         const c = committed.get(k) ?? -1n;
@@ -360,6 +389,36 @@ export class Sequencer {
       }
       await sleep(first ? 2 : 10);
     }
+    return undefined;
+  }
+
+  /**
+   * The cut by publish time for a round whose `lagging` partitions are still being staged: `orderSkewMs`
+   * before the earliest of their latest staged publish times, if every one of them has staged
+   * something and at least a write chunk of staged events is below it (a backlog; a few events
+   * below it are held ones, which a cut would not move); else `undefined` (wait on).
+   */
+  private async cutBelow(lagging: Snapshot): Promise<number | undefined> {
+    const { rows } = await this.o.pool.query<{ cut: number | null; known: number; below: number }>(
+      `WITH f AS (SELECT kafka_topic AS t, kafka_partition AS p, max(publicado_em) AS ts
+                    FROM core.event_staging WHERE starts_with(kafka_topic, $1) GROUP BY 1, 2),
+            c AS (SELECT min(f.ts) - $4::float8 * interval '1 millisecond' AS cut, count(f.ts)::int AS known
+                    FROM unnest($2::text[], $3::int[]) AS l(t, p) LEFT JOIN f ON f.t = l.t AND f.p = l.p)
+       SELECT (extract(epoch FROM c.cut) * 1000)::float8 AS cut, c.known,
+              (SELECT count(*) FROM (SELECT 1 FROM core.event_staging s
+                                      WHERE starts_with(s.kafka_topic, $1) AND s.publicado_em < c.cut
+                                      LIMIT $5) b)::int AS below
+         FROM c`,
+      [
+        this.o.topicPrefix,
+        lagging.map((l) => l.topic),
+        lagging.map((l) => l.partition),
+        this.o.orderSkewMs,
+        this.moveChunk,
+      ],
+    );
+    const r = rows[0];
+    return r && r.known === lagging.length && r.below >= this.moveChunk && r.cut !== null ? r.cut : undefined;
   }
 
   /** The events lane's committed offsets (`-1` when none), per topic and partition. */
@@ -373,8 +432,11 @@ export class Sequencer {
     return out;
   }
 
-  /** The staged events below the snapshot (and of partitions it does not know), earliest first. */
-  private async readRound(snapshot: Snapshot): Promise<{ refs: StagedRef[]; now: number }> {
+  /**
+   * The staged events below the snapshot (and of partitions it does not know), earliest first;
+   * with a cut, only those published before it.
+   */
+  private async readRound(snapshot: Snapshot, cut: number | undefined): Promise<{ refs: StagedRef[]; now: number }> {
     // one text field per row (tab-separated; every field is a uuid, a number or a topic name,
     // none holds a tab): a round is up to 50,000 rows, and node-pg's cost is per field
     const { rows } = await this.o.pool.query<{ r: string }>(
@@ -386,6 +448,7 @@ export class Sequencer {
          LEFT JOIN unnest($1::text[], $2::int[], $3::bigint[]) AS h(t, p, hw)
                 ON h.t = s.kafka_topic AND h.p = s.kafka_partition
         WHERE starts_with(s.kafka_topic, $5) AND (h.hw IS NULL OR s.kafka_offset < h.hw)
+          AND ($6::float8 IS NULL OR s.publicado_em < to_timestamp($6::float8 / 1000))
         ORDER BY s.publicado_em, s.ordem_sessao, s.ordem_contador, s.kafka_topic, s.kafka_partition, s.kafka_offset
         LIMIT $4`,
       [
@@ -394,6 +457,7 @@ export class Sequencer {
         snapshot.map((s) => s.high.toString()),
         this.o.roundLimit,
         this.o.topicPrefix,
+        cut ?? null,
       ],
     );
     let now = Date.now();
