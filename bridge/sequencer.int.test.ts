@@ -158,9 +158,15 @@ describe('a backlog', () => {
       await producer.send({ topic, messages: Array.from({ length: perPartition }, () => ({ partition, value: 'x' })) });
     // publish times interleave: partition 0's i-th event at base + 20i ms, partition 1's at base + 20i + 10
     // (multiples of 10 ms: the log's `timestamp` keeps hundredths of a second)
+    // — except one record of partition 1, in the middle, dated an hour ahead (a producer's clock):
+    // it must not move partition 1's frontier, or the cut would take events of partition 0 that
+    // partition 1's unstaged tail precedes
     const base = Date.parse('2026-12-03T10:00:00.000Z');
+    const datedAhead = 2000;
+    const publishedAt = (partition: number, i: number) =>
+      partition === 1 && i === datedAhead ? base + 3_600_000 : base + 20 * i + 10 * partition;
     const row = (partition: number, i: number) => {
-      const at = new Date(base + 20 * i + 10 * partition).toISOString();
+      const at = new Date(publishedAt(partition, i)).toISOString();
       return { ...staged(ns, i), kafka_topic: topic, kafka_partition: partition, timestamp: at, publicado_em: at };
     };
     const stage = async (partition: number, from: number, to: number) => {
@@ -190,11 +196,10 @@ describe('a backlog', () => {
           'SELECT timestamp, kafka_partition FROM core.event_log ORDER BY sequence_number',
         )
       ).rows;
-    // the cut: partition 1's latest staged publish time (base + 79,990 ms) less the skew
+    // the cut: the publish time of partition 1's last staged record (base + 79,990 ms) less the skew
     const cut = base + 20 * 3999 + 10 - skew;
     const expectedHead = [0, 1].reduce(
-      (n, p) =>
-        n + Array.from({ length: perPartition }, (_, i) => base + 20 * i + 10 * p).filter((t) => t < cut).length,
+      (n, p) => n + Array.from({ length: perPartition }, (_, i) => publishedAt(p, i)).filter((t) => t < cut).length,
       0,
     );
     await waitFor(async () => (await logged()).length === expectedHead, {

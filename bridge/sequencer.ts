@@ -341,9 +341,9 @@ export class Sequencer {
    *
    * While partitions still lag (a backlog being staged), the round may instead take a cut: an
    * instant below which every event of the snapshot is staged already — `orderSkewMs` before the
-   * latest publish time staged for the furthest-behind lagging partition. An event not staged yet
-   * comes after everything staged in its partition, so its publish time is at least that
-   * partition's latest staged one minus the step back its producers' clocks may take; below the
+   * publish time of the last record staged of the furthest-behind lagging partition. An event not
+   * staged yet comes after that record in its partition, so its publish time is at least that
+   * record's minus the step back its producers' clocks may take; below the
    * cut, nothing is missing. Returns the cut (milliseconds since the epoch), or `undefined` when
    * the barrier was reached.
    */
@@ -394,14 +394,20 @@ export class Sequencer {
 
   /**
    * The cut by publish time for a round whose `lagging` partitions are still being staged: `orderSkewMs`
-   * before the earliest of their latest staged publish times, if every one of them has staged
+   * before the earliest of their frontiers — the publish time of the last record staged (by
+   * offset, not the latest time: one record dated ahead in the middle of a partition does not
+   * move its frontier) — if every one of them has staged
    * something and at least a write chunk of staged events is below it (a backlog; a few events
    * below it are held ones, which a cut would not move); else `undefined` (wait on).
    */
   private async cutBelow(lagging: Snapshot): Promise<number | undefined> {
     const { rows } = await this.o.pool.query<{ cut: number | null; known: number; below: number }>(
-      `WITH f AS (SELECT kafka_topic AS t, kafka_partition AS p, max(publicado_em) AS ts
+      `WITH l AS (SELECT kafka_topic AS t, kafka_partition AS p, max(kafka_offset) AS o
                     FROM core.event_staging WHERE starts_with(kafka_topic, $1) GROUP BY 1, 2),
+            f AS (SELECT l.t, l.p, min(s.publicado_em) AS ts
+                    FROM l JOIN core.event_staging s
+                      ON s.kafka_topic = l.t AND s.kafka_partition = l.p AND s.kafka_offset = l.o
+                   GROUP BY 1, 2),
             c AS (SELECT min(f.ts) - $4::float8 * interval '1 millisecond' AS cut, count(f.ts)::int AS known
                     FROM unnest($2::text[], $3::int[]) AS l(t, p) LEFT JOIN f ON f.t = l.t AND f.p = l.p)
        SELECT (extract(epoch FROM c.cut) * 1000)::float8 AS cut, c.known,
