@@ -343,9 +343,9 @@ export class Sequencer {
    * instant below which every event of the snapshot is staged already — `orderSkewMs` before the
    * publish time of the last record staged of the furthest-behind lagging partition. An event not
    * staged yet comes after that record in its partition, so its publish time is at least that
-   * record's minus the step back its producers' clocks may take; below the
-   * cut, nothing is missing. Returns the cut (milliseconds since the epoch), or `undefined` when
-   * the barrier was reached.
+   * record's minus the step back its producers' clocks may take: below the cut, nothing is
+   * missing (ADR 0021). Returns the cut (milliseconds since the epoch), or `undefined` when the
+   * barrier was reached.
    */
   private async waitForStaging(snapshot: Snapshot, mayCut: boolean): Promise<number | undefined> {
     const key = (t: string, p: number) => `${t}\u0000${p}`;
@@ -393,12 +393,12 @@ export class Sequencer {
   }
 
   /**
-   * The cut by publish time for a round whose `lagging` partitions are still being staged: `orderSkewMs`
-   * before the earliest of their frontiers — the publish time of the last record staged (by
-   * offset, not the latest time: one record dated ahead in the middle of a partition does not
-   * move its frontier) — if every one of them has staged
-   * something and at least a write chunk of staged events is below it (a backlog; a few events
-   * below it are held ones, which a cut would not move); else `undefined` (wait on).
+   * The cut by publish time for a round whose `lagging` partitions are still being staged:
+   * `orderSkewMs` before the earliest of their frontiers — the publish time of the last record
+   * staged, by offset (not the latest time: one record dated ahead in the middle of a partition
+   * does not move its frontier) — if every one of them has staged something and at least a write
+   * chunk of staged events is below it (a backlog; a few events below it are held ones, which a
+   * cut would not move); else `undefined` (wait on).
    */
   private async cutBelow(lagging: Snapshot): Promise<number | undefined> {
     const { rows } = await this.o.pool.query<{ cut: number | null; known: number; below: number }>(
