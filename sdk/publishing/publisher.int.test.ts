@@ -11,7 +11,7 @@ import {
 import { EventDecoder, ORDER_HEADER, parseOrder } from '../wire';
 import { SAMPLE_PAYLOADS } from '../testing';
 import { createTestBus, SEED_EVENTS } from '../../test/harness/bus';
-import { randomNamespace, readTopic, serviceEnv, testKafka, topicMessageCount } from '../../test/harness';
+import { randomNamespace, readTopic, serviceEnv, testKafka, topicMessageCount, waitFor } from '../../test/harness';
 import { Ajv2020SchemaType } from '../../test/harness/confluent-client';
 import { HEADER } from '../wire/wire-format';
 
@@ -312,7 +312,12 @@ describe('a publish that failed, published again', () => {
         { type: 2 /* TOPIC */, name: topic, configEntries: [{ name: 'max.message.bytes', value: '1048588' }] },
       ],
     });
-    const later = await waitForPublish(() => bus.publicar(categorizada()));
+    // a topic config change reaches the partitions' leaders a moment later
+    const later = await waitFor(() => bus.publicar(categorizada()), {
+      timeoutMs: 10_000,
+      intervalMs: 250,
+      message: 'the topic takes records once max.message.bytes is raised',
+    });
     await bus.publicar({ ...first, event_id }); // the same event again (the outbox relay's next pass)
     const order = (await readTopic(topic, 2)).map((m) => ({
       event_id: m.headers?.[HEADER.id]?.toString(),
@@ -320,20 +325,10 @@ describe('a publish that failed, published again', () => {
     }));
     const retried = order.find((o) => o.event_id === event_id)?.ordem;
     const next = order.find((o) => o.event_id === later.event_id)?.ordem;
+    // both records carry a well-formed feromonios_ordem (parseOrder gives null otherwise)
+    expect([typeof retried?.sessao, typeof next?.contador]).toEqual(['string', 'number']);
     expect(retried?.sessao).toBe(next?.sessao);
     // the failed attempt took its counter before `later` was planned; the retry kept it
     expect(retried?.contador).toBeLessThan(next?.contador as number);
   });
 });
-
-/** Publishes until the broker takes it (a topic config change reaches the partitions' leaders a moment later). */
-async function waitForPublish<T>(publish: () => Promise<T>): Promise<T> {
-  for (let i = 0; ; i++) {
-    try {
-      return await publish();
-    } catch (err) {
-      if (i >= 20) throw err;
-      await new Promise((r) => setTimeout(r, 250));
-    }
-  }
-}
