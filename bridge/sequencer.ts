@@ -1,7 +1,7 @@
 import type { Admin } from 'kafkajs';
 import type pg from 'pg';
 import type { Logger } from '../sdk';
-import { backoffDelay, sleep } from '../sdk/service';
+import { backoffDelay, setNewest, sleep } from '../sdk/service';
 import { orderRound, type StagedRef } from './causal-order';
 import { moveToEventLog, STAGING_CHANNEL, type WriteResult } from './event-log-writer';
 import { writeIsolatingRefused } from './refused-rows';
@@ -291,12 +291,9 @@ export class Sequencer {
   private lembrarContadores(rows: StagedRef[]): void {
     for (const r of rows) {
       if (r.ordem_sessao === null || r.ordem_contador === null) continue;
-      const prev = this.ultimoContador.get(r.ordem_sessao);
-      this.ultimoContador.delete(r.ordem_sessao);
-      this.ultimoContador.set(r.ordem_sessao, Math.max(prev ?? 0, r.ordem_contador));
+      const prev = this.ultimoContador.get(r.ordem_sessao) ?? 0;
+      setNewest(this.ultimoContador, r.ordem_sessao, Math.max(prev, r.ordem_contador), 100_000);
     }
-    while (this.ultimoContador.size > 100_000)
-      this.ultimoContador.delete(this.ultimoContador.keys().next().value as string);
   }
 
   /**

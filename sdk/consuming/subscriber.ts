@@ -1,5 +1,6 @@
 import { withHandlerTimeout } from './handler-timeout';
 import { backoffDelay, sleep } from '../runtime/retry';
+import { setNewest } from '../runtime/bounded-map';
 import type { Span } from '@opentelemetry/api';
 import type { Consumer, EachBatchPayload, EachMessagePayload, Kafka, Message } from 'kafkajs';
 import type { EventoConsultado } from '../contract';
@@ -873,8 +874,7 @@ export class ColonySubscriber {
   }
 
   private remember(eventId: string): void {
-    this.recent.set(eventId, true);
-    if (this.recent.size > this.d.dedupWindow) this.recent.delete(this.recent.keys().next().value as string);
+    setNewest(this.recent, eventId, true, this.d.dedupWindow);
   }
 
   private observe(h: Inscricao, evento: EventoConsultado, result: string, segundos: number): void {

@@ -3,6 +3,7 @@ import { escapeLiteral } from 'pg';
 import type { EventoConsultado } from '../contract';
 import { FeromoniosError } from '../errors';
 import type { Logger } from '../runtime/logger';
+import { setNewest } from '../runtime/bounded-map';
 import { colonyCodeProblem, textProblem, timestampProblem, isUuid } from '../wire/storable';
 import {
   listarSegmentos,
@@ -538,9 +539,8 @@ export class EventLogReader {
       `EXPLAIN (FORMAT JSON) SELECT 1 FROM core.event_log ${where}`,
     );
     const total = Math.max(Math.round(plan.rows[0]?.['QUERY PLAN'][0]?.Plan['Plan Rows'] ?? 0), LIMITE_TOTAL_EXATO + 1);
-    this.estimativas.set(where, { total, ate: Date.now() + ESTIMATIVA_VALIDA_MS });
-    // the oldest filters go first past 1,000 kept
-    while (this.estimativas.size > 1000) this.estimativas.delete(this.estimativas.keys().next().value as string);
+    // the filters estimated longest ago go first past 1,000 kept
+    setNewest(this.estimativas, where, { total, ate: Date.now() + ESTIMATIVA_VALIDA_MS }, 1000);
     return { total, total_exato: false };
   }
 

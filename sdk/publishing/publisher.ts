@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { backoffDelay, sleep } from '../runtime/retry';
+import { setNewest } from '../runtime/bounded-map';
 import type { Span } from '@opentelemetry/api';
 import { type Kafka, type Message, type PartitionMetadata, Partitioners, type RecordMetadata } from 'kafkajs';
 import type { EventoConsultado, PosicaoKafka, PublicarEventoDto } from '../contract';
@@ -138,7 +139,9 @@ export class Publisher {
         });
       } catch (err) {
         spans.forEach((sp) => endSpan(sp, err));
-        validados.forEach((v, i) => this.rememberFailed(v.event_id, counters[i] as number));
+        validados.forEach((v, i) =>
+          setNewest(this.failedCounters, v.event_id, counters[i] as number, FAILED_COUNTERS_KEPT),
+        );
         throw err;
       }
       spans.forEach((sp) => endSpan(sp));
@@ -299,12 +302,6 @@ export class Publisher {
     if (failed === undefined) return ++this.planned;
     this.failedCounters.delete(eventId);
     return failed;
-  }
-
-  private rememberFailed(eventId: string, counter: number): void {
-    this.failedCounters.set(eventId, counter);
-    while (this.failedCounters.size > FAILED_COUNTERS_KEPT)
-      this.failedCounters.delete(this.failedCounters.keys().next().value as string);
   }
 
   private plan(

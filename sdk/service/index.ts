@@ -11,6 +11,7 @@ export { jsonLogger, silentLogger, type LogFields, type LogLevel, type Logger } 
 export { kafkaLogs } from '../runtime/kafka-logs';
 export { SessionProducer } from '../runtime/producer';
 export { backoffDelay, sleep, type Backoff } from '../runtime/retry';
+export { setNewest } from '../runtime/bounded-map';
 export { withTransaction } from '../runtime/transaction';
 export { getOrCreate } from '../runtime/metrics';
 export { endSpan, startBatchSpan } from '../runtime/tracing';
