@@ -1,5 +1,5 @@
 import { rollback, withTransaction, type Rollback } from '../runtime/transaction';
-import { backoffDelay } from '../runtime/retry';
+import { backoffAfter } from '../runtime/retry';
 import { scrubText } from '../wire/error-text';
 import { storableText } from '../wire/storable';
 import type pg from 'pg';
@@ -240,9 +240,11 @@ export class OutboxRelay {
       // `BRIDGE_ORDER_GAP_MS` for the rest (docs/ordering.md), so the next pass must not wait more.
       const wait =
         failures > 0
-          ? Math.max(
+          ? backoffAfter(
+              failures + 1,
+              { initialMs: this.o.intervaloMs, maxMs: 5_000 },
+              Date.now() - started,
               this.o.intervaloMs,
-              backoffDelay(failures + 1, { initialMs: this.o.intervaloMs, maxMs: 5_000 }) - (Date.now() - started),
             )
           : this.o.intervaloMs;
       await new Promise<void>((resolve) => {

@@ -22,6 +22,21 @@ export function backoffDelay(attempt: number, b: Backoff, random: () => number =
   return Math.max(0, Math.round(capped * (1 - jitter * random())));
 }
 
+/**
+ * The wait before retry `attempt` when the failed attempt itself took `elapsedMs`: the backoff
+ * counted from the attempt's start — an attempt that spent its own deadline retrying (a publish
+ * refused until `publishTimeoutMs`) has waited already — and never below `floorMs`.
+ */
+export function backoffAfter(
+  attempt: number,
+  b: Backoff,
+  elapsedMs: number,
+  floorMs = 0,
+  random: () => number = Math.random,
+): number {
+  return Math.max(floorMs, backoffDelay(attempt, b, random) - Math.max(0, elapsedMs));
+}
+
 /** Resolves after `ms`, or as soon as `signal` aborts (never rejects). */
 export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise<void>((resolve) => {

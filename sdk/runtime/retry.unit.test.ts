@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { backoffDelay, sleep } from './retry';
+import { backoffAfter, backoffDelay, sleep } from './retry';
 
 describe('backoffDelay', () => {
   it('doubles from initialMs, never above maxMs, never below (1 − jitter) of the capped delay', () => {
@@ -35,6 +35,34 @@ describe('backoffDelay', () => {
   it('treats a non-finite attempt as the first', () => {
     expect(backoffDelay(Number.NaN, { initialMs: 100, maxMs: 500, jitter: 0 })).toBe(100);
     expect(backoffDelay(Number.POSITIVE_INFINITY, { initialMs: 100, maxMs: 500, jitter: 0 })).toBe(100);
+  });
+});
+
+describe("backoffAfter (the backoff counted from the failed attempt's start)", () => {
+  const b = { initialMs: 100, maxMs: 5_000 };
+  it("waits the backoff less the attempt's own duration, never below the floor nor above the plain backoff", () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 40 }),
+        fc.integer({ min: -1_000, max: 20_000 }),
+        fc.integer({ min: 0, max: 2_000 }),
+        fc.double({ min: 0, max: 1, noNaN: true, maxExcluded: true }),
+        (attempt, elapsed, floor, r) => {
+          const plain = backoffDelay(attempt, b, () => r);
+          const wait = backoffAfter(attempt, b, elapsed, floor, () => r);
+          expect(wait).toBeGreaterThanOrEqual(floor);
+          expect(wait).toBeLessThanOrEqual(Math.max(floor, plain));
+          expect(wait).toBe(Math.max(floor, plain - Math.max(0, elapsed)));
+        },
+      ),
+    );
+  });
+
+  it('an attempt that lasted longer than the longest backoff goes again after the floor only', () => {
+    // a relay pass the broker refused until publishTimeoutMs (8 s) after ten failures in a row
+    expect(backoffAfter(11, b, 8_000, 100)).toBe(100);
+    // a pass that failed at once (the database down) waits the backoff
+    expect(backoffAfter(3, b, 0, 100, () => 0)).toBe(400);
   });
 });
 
