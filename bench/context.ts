@@ -20,8 +20,11 @@ export interface BenchContext {
   database(label: string): Promise<{ url: string; pool: pg.Pool }>;
   /** A bus in a namespace of its own, schemas synced. */
   bus(overrides?: Partial<OpcoesEventBusEntrada>): Promise<EventBus>;
-  /** The bridge (as deployed: redaction on, batches of 500) over `pool`, following `bus`'s namespace. */
-  bridge(bus: EventBus, pool: pg.Pool, groupId?: string): Promise<Bridge>;
+  /**
+   * The bridge (as deployed: redaction on, batches of 500) over `pool`, following `bus`'s
+   * namespace; `metrics` lets the caller read its counters in-process.
+   */
+  bridge(bus: EventBus, pool: pg.Pool, metrics?: BridgeMetrics): Promise<Bridge>;
   cleanup(): Promise<void>;
 }
 
@@ -74,11 +77,11 @@ export async function createContext(quick: boolean): Promise<BenchContext> {
       cleanups.push(() => b.encerrar());
       return b;
     },
-    async bridge(bus, dbPool, groupId = `${bus.topics.namespace}-bridge`) {
+    async bridge(bus, dbPool, metrics = new BridgeMetrics()) {
       const bridge = new Bridge({
         brokers,
         clientId: 'bench-bridge',
-        groupId,
+        groupId: `${bus.topics.namespace}-bridge`,
         pool: dbPool,
         registry: bus.registry,
         catalog: bus.catalog,
@@ -91,7 +94,7 @@ export async function createContext(quick: boolean): Promise<BenchContext> {
         maxPayloadBytes: 1024 * 1024,
         dlqMaxTentativas: 5,
         logger: silentLogger,
-        metrics: new BridgeMetrics(),
+        metrics,
       });
       await bridge.start();
       cleanups.push(() => bridge.stop());
