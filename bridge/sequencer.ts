@@ -58,7 +58,11 @@ export const SEQUENCER_LOCK_NAME = 'feromonios-sequencer';
 /** Consecutive failed rounds after which the sequencer reports itself failing. */
 const FAILING_AFTER = 3;
 
-/** How long a round waits for the barrier before it considers a cut by publish time, and how often it looks again. */
+/**
+ * How long a round waits for the barrier before it considers a cut by publish time, and how often
+ * it looks again. A round right after a cut that wrote something looks at once: the backlog is
+ * still being staged, and waiting would only idle the log's writer.
+ */
 const CUT_AFTER_MS = 250;
 
 type Snapshot = Array<{ topic: string; partition: number; high: bigint }>;
@@ -90,8 +94,10 @@ export class Sequencer {
    */
   private readonly ultimoContador = new Map<string, number>();
   private failures = 0;
-  /** The last round was a cut and wrote nothing (every event below it held). */
-  private cutWroteNothing = false;
+  /** What the last round's cut did: none taken, it wrote events, or it wrote nothing (every event below it held). */
+  private lastCut: 'none' | 'wrote' | 'empty' = 'none';
+  /** The VACUUM of staging under way, if any: it runs beside the rounds, one at a time. */
+  private vacuuming: Promise<void> | undefined;
   /** Rows that left staging since it was last vacuumed (this leader's count). */
   private leftStaging = 0;
   /** Events per `core.event_log` transaction: rows come from PostgreSQL itself, so larger chunks than staging's. */
@@ -109,6 +115,7 @@ export class Sequencer {
     this.stopping = true;
     this.wake();
     await this.loop;
+    await this.vacuuming;
     this.releaseLeadership();
   }
 
@@ -218,7 +225,7 @@ export class Sequencer {
     }
     const started = process.hrtime.bigint();
     const snapshot = await this.snapshot();
-    const cut = await this.waitForStaging(snapshot, !this.cutWroteNothing);
+    const cut = await this.waitForStaging(snapshot, this.lastCut);
     if (this.stopping) return false;
     if (cut !== undefined) this.o.metrics.sequencerCuts.inc();
     const { refs, now } = await this.readRound(snapshot, cut);
@@ -265,26 +272,34 @@ export class Sequencer {
     }
     // a cut whose events were all held (causes or predecessors missing) moved nothing: the next
     // round waits for its barrier instead, so held events never keep rounds short of it
-    this.cutWroteNothing = cut !== undefined && order.write.length === 0;
-    await this.vacuumStaging();
+    this.lastCut = cut === undefined ? 'none' : order.write.length === 0 ? 'empty' : 'wrote';
+    this.vacuumStaging();
     this.o.metrics.rounds.observe(Number(process.hrtime.bigint() - started) / 1e9);
     return order.write.length > 0;
   }
 
   /**
-   * VACUUMs `core.event_staging` once `vacuumEveryRows` rows left it. A failure is logged and
-   * retried after as many rows again; it never fails the round (the events are in the log).
+   * Starts a VACUUM of `core.event_staging` once `vacuumEveryRows` rows left it, unless one is
+   * under way. It runs beside the next rounds, not inside them (it takes a lock that neither
+   * staging nor the moves conflict with): a drain's rounds would otherwise wait ~0.3 s for each.
+   * A failure is logged and retried after as many rows again; it never fails a round (the events
+   * are in the log).
    */
-  private async vacuumStaging(): Promise<void> {
+  private vacuumStaging(): void {
     if (this.o.vacuumEveryRows <= 0 || this.leftStaging < this.o.vacuumEveryRows || this.stopping) return;
+    if (this.vacuuming) return;
     this.leftStaging = 0;
     const t0 = process.hrtime.bigint();
-    try {
-      await this.o.pool.query('VACUUM (ANALYZE) core.event_staging');
-      this.o.metrics.stagingVacuums.observe(Number(process.hrtime.bigint() - t0) / 1e9);
-    } catch (err) {
-      this.o.logger.warn('VACUUM of core.event_staging failed; retried later', { error: (err as Error).message });
-    }
+    this.vacuuming = this.o.pool
+      .query('VACUUM (ANALYZE) core.event_staging')
+      .then(
+        () => this.o.metrics.stagingVacuums.observe(Number(process.hrtime.bigint() - t0) / 1e9),
+        (err: Error) =>
+          this.o.logger.warn('VACUUM of core.event_staging failed; retried later', { error: err.message }),
+      )
+      .finally(() => {
+        this.vacuuming = undefined;
+      });
   }
 
   /** Records the sessions' last written counters (at most 100,000 sessions, the oldest forgotten). */
@@ -341,13 +356,16 @@ export class Sequencer {
    * publish time of the last record staged of the furthest-behind lagging partition. An event not
    * staged yet comes after that record in its partition, so its publish time is at least that
    * record's minus the step back its producers' clocks may take: below the cut, nothing is
-   * missing (ADR 0021). Returns the cut (milliseconds since the epoch), or `undefined` when the
-   * barrier was reached.
+   * missing (ADR 0021). No cut after a cut that wrote nothing (its events are held: the round
+   * waits for its barrier); the first look is at once after a cut that wrote something (a backlog
+   * is being staged), else after `CUT_AFTER_MS`. Returns the cut (milliseconds since the epoch),
+   * or `undefined` when the barrier was reached.
    */
-  private async waitForStaging(snapshot: Snapshot, mayCut: boolean): Promise<number | undefined> {
+  private async waitForStaging(snapshot: Snapshot, lastCut: Sequencer['lastCut']): Promise<number | undefined> {
     const key = (t: string, p: number) => `${t}\u0000${p}`;
     const lastMove = new Map<string, { offset: bigint; at: number }>();
-    let cutLookedAt = Date.now();
+    const mayCut = lastCut !== 'empty';
+    let cutLookedAt = lastCut === 'wrote' ? 0 : Date.now();
     for (let first = true; !this.stopping; first = false) {
       const committed = await this.committedOffsets([...new Set(snapshot.map((s) => s.topic))]);
       const now = Date.now();
