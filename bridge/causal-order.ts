@@ -5,9 +5,11 @@
  *
  * Rules, in priority order:
  * 1. **Cause before effect.** An event whose `causation_id` names an event neither in the log
- *    nor written earlier in this round is held — and so is every event caused by a held one —
- *    until the cause is written or the event has waited `holdMs` since it was staged; then it is
- *    released (written anyway, reported by the caller).
+ *    nor staged (nor written earlier in this round) is held until the cause is written or the
+ *    event has waited `holdMs` since it was staged; then it is released (written anyway, reported
+ *    by the caller). A causation cycle (forged ids) counts as a missing cause. An event whose
+ *    cause is staged and held waits for it, however long it has waited itself — it may have been
+ *    staged first, its cause's partition being staged later — and is written after it.
  * 2. **Publish order of one producer.** Events of one SDK producer session (`ordem_sessao`)
  *    are written in its counter order (`ordem_contador`), whatever their topics.
  * 3. **Publish time.** Everything else by the Kafka record timestamp (`publicado_em`), then
@@ -95,6 +97,7 @@ export function orderRound(rows: readonly StagedRef[], ctx: RoundContext): Round
     if (state[start] !== undefined) continue;
     const path: number[] = [];
     let causeHeld = false; // whether the cause of path's last element is held
+    let causeStaged = false; // whether that cause is an event of this round (not missing, not a cycle)
     for (let j = start; ;) {
       const r = sorted[j] as StagedRef;
       if (ownCauseFree(r)) {
@@ -111,6 +114,7 @@ export function orderRound(rows: readonly StagedRef[], ctx: RoundContext): Round
       }
       if (s !== undefined) {
         causeHeld = s === 'held';
+        causeStaged = true;
         break;
       }
       j = ci;
@@ -122,6 +126,11 @@ export function orderRound(rows: readonly StagedRef[], ctx: RoundContext): Round
       if (!causeHeld) {
         causeIndex[i] = index.get(cause); // written in this round: before its effect
         state[i] = 'free';
+      } else if (causeStaged) {
+        // the cause is staged and held: it is written within its own hold, and this one after it,
+        // however long this one has waited (it may have been staged before its cause)
+        held.push({ row: r, cause });
+        state[i] = 'held';
       } else if (ctx.now - r.recebido_em >= ctx.holdMs) {
         released.push({ row: r, cause });
         state[i] = 'released';
@@ -130,6 +139,7 @@ export function orderRound(rows: readonly StagedRef[], ctx: RoundContext): Round
         state[i] = 'held';
       }
       causeHeld = state[i] === 'held';
+      causeStaged = true;
     }
   }
 

@@ -128,6 +128,22 @@ describe('orderRound', () => {
     ]);
   });
 
+  it('keeps an effect staged before its cause waiting for it past its own hold, and writes it after the cause', () => {
+    // the effect's partition was staged first: its own hold runs out while its cause, staged
+    // later, is still held for a missing cause of its own
+    const missing = 'f0000000-0000-4000-8000-000000000000';
+    const cause = ref({ causation_id: missing, recebido_em: NOW - 1_000 });
+    const effect = ref({ causation_id: cause.event_id, recebido_em: NOW - HOLD - 1_000 });
+    const r = orderRound([effect, cause], { inLog: new Set(), now: NOW, holdMs: HOLD });
+    expect(r.write).toEqual([]);
+    expect(r.released).toEqual([]);
+    expect(ids(r.held.map((h) => h.row)).sort()).toEqual(ids([effect, cause]).sort());
+    // the cause's hold runs out: it is released and its effect follows it
+    const later = orderRound([effect, cause], { inLog: new Set(), now: NOW + HOLD, holdMs: HOLD });
+    expect(ids(later.write)).toEqual(ids([cause, effect]));
+    expect(ids(later.released.map((h) => h.row))).toEqual(ids([cause]));
+  });
+
   it('releases an event whose hold ran out, and then its effects follow it in the same round', () => {
     const missing = 'bbbbbbbb-0000-4000-8000-000000000000';
     const b = ref({ causation_id: missing, recebido_em: NOW - HOLD });
@@ -250,8 +266,28 @@ describe('orderRound, property-based', () => {
           // the cause is in this round and written before its effect
           expect(at.get(c)).toBeLessThan(at.get(row.event_id) as number);
         }
-        // a held event is young enough to wait
-        for (const h of r.held) expect(NOW - h.row.recebido_em).toBeLessThan(HOLD);
+        // a held event is young enough to wait, or waits for a cause of this round that is held
+        const heldIds = new Set(ids(r.held.map((h) => h.row)));
+        const heldTooLong = r.held.filter(
+          (h) => NOW - h.row.recebido_em >= HOLD && !heldIds.has(h.row.causation_id as string),
+        );
+        expect(ids(heldTooLong.map((h) => h.row))).toEqual([]);
+        // only an event whose cause is not in this round (or a causation cycle) is released: a
+        // staged cause is always written before its effect
+        const byId = new Map(rows.map((x) => [x.event_id, x]));
+        const inCycle = (row: StagedRef): boolean => {
+          const seen = new Set<string>();
+          let c = row.causation_id;
+          while (c !== null && byId.has(c) && !seen.has(c)) {
+            seen.add(c);
+            c = (byId.get(c) as StagedRef).causation_id;
+          }
+          return c !== null && seen.has(c);
+        };
+        const releasedPastStagedCause = r.released.filter(
+          (h) => byId.has(h.row.causation_id as string) && !inCycle(h.row),
+        );
+        expect(ids(releasedPastStagedCause.map((h) => h.row))).toEqual([]);
       }),
     );
   });
