@@ -96,8 +96,9 @@ export function orderRound(rows: readonly StagedRef[], ctx: RoundContext): Round
   for (let start = 0; start < sorted.length; start++) {
     if (state[start] !== undefined) continue;
     const path: number[] = [];
-    let causeHeld = false; // whether the cause of path's last element is held
-    let causeStaged = false; // whether that cause is an event of this round (not missing, not a cycle)
+    // the cause of path's last element: written (in the log, or free or released in this round),
+    // held in this round, or missing (not staged, or a causation cycle)
+    let causeIs: 'free' | 'held' | 'missing' = 'free';
     for (let j = start; ;) {
       const r = sorted[j] as StagedRef;
       if (ownCauseFree(r)) {
@@ -109,12 +110,11 @@ export function orderRound(rows: readonly StagedRef[], ctx: RoundContext): Round
       const ci = index.get(r.causation_id as string);
       const s = ci === undefined ? undefined : state[ci];
       if (ci === undefined || ci === j || s === 'visiting') {
-        causeHeld = true;
+        causeIs = 'missing';
         break;
       }
       if (s !== undefined) {
-        causeHeld = s === 'held';
-        causeStaged = true;
+        causeIs = s === 'held' ? 'held' : 'free';
         break;
       }
       j = ci;
@@ -123,23 +123,20 @@ export function orderRound(rows: readonly StagedRef[], ctx: RoundContext): Round
       const i = path[k] as number;
       const r = sorted[i] as StagedRef;
       const cause = r.causation_id as string;
-      if (!causeHeld) {
+      if (causeIs === 'free') {
         causeIndex[i] = index.get(cause); // written in this round: before its effect
         state[i] = 'free';
-      } else if (causeStaged) {
-        // the cause is staged and held: it is written within its own hold, and this one after it,
-        // however long this one has waited (it may have been staged before its cause)
-        held.push({ row: r, cause });
-        state[i] = 'held';
-      } else if (ctx.now - r.recebido_em >= ctx.holdMs) {
+      } else if (causeIs === 'missing' && ctx.now - r.recebido_em >= ctx.holdMs) {
         released.push({ row: r, cause });
         state[i] = 'released';
       } else {
+        // a missing cause not waited for long enough, or a held cause of this round: that one is
+        // written within its own hold and this one after it, however long this one has waited
+        // (it may have been staged before its cause)
         held.push({ row: r, cause });
         state[i] = 'held';
       }
-      causeHeld = state[i] === 'held';
-      causeStaged = true;
+      causeIs = state[i] === 'held' ? 'held' : 'free';
     }
   }
 
