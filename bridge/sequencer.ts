@@ -67,6 +67,9 @@ const CUT_AFTER_MS = 250;
 
 type Snapshot = Array<{ topic: string; partition: number; high: bigint }>;
 
+/** What a round's cut did: none taken, it wrote events, or it wrote nothing (every event below it held). */
+type LastCut = 'none' | 'wrote' | 'empty';
+
 /**
  * Moves staged events into `core.event_log` in causal and publish order (docs/ordering.md).
  * Every bridge instance runs one; the one holding the namespace's advisory lock works, the others stand
@@ -94,8 +97,8 @@ export class Sequencer {
    */
   private readonly ultimoContador = new Map<string, number>();
   private failures = 0;
-  /** What the last round's cut did: none taken, it wrote events, or it wrote nothing (every event below it held). */
-  private lastCut: 'none' | 'wrote' | 'empty' = 'none';
+  /** What the last round's cut did. */
+  private lastCut: LastCut = 'none';
   /** The VACUUM of staging under way, if any: it runs beside the rounds, one at a time. */
   private vacuuming: Promise<void> | undefined;
   /** Rows that left staging since it was last vacuumed (this leader's count). */
@@ -286,8 +289,8 @@ export class Sequencer {
    * are in the log).
    */
   private vacuumStaging(): void {
-    if (this.o.vacuumEveryRows <= 0 || this.leftStaging < this.o.vacuumEveryRows || this.stopping) return;
-    if (this.vacuuming) return;
+    if (this.o.vacuumEveryRows <= 0 || this.leftStaging < this.o.vacuumEveryRows) return;
+    if (this.stopping || this.vacuuming) return;
     this.leftStaging = 0;
     const t0 = process.hrtime.bigint();
     this.vacuuming = this.o.pool
@@ -361,7 +364,7 @@ export class Sequencer {
    * is being staged), else after `CUT_AFTER_MS`. Returns the cut (milliseconds since the epoch),
    * or `undefined` when the barrier was reached.
    */
-  private async waitForStaging(snapshot: Snapshot, lastCut: Sequencer['lastCut']): Promise<number | undefined> {
+  private async waitForStaging(snapshot: Snapshot, lastCut: LastCut): Promise<number | undefined> {
     const key = (t: string, p: number) => `${t}\u0000${p}`;
     const lastMove = new Map<string, { offset: bigint; at: number }>();
     const mayCut = lastCut !== 'empty';
