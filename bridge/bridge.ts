@@ -87,7 +87,7 @@ export interface OpcoesBridge {
   partitionsIntervalMs?: number;
   /** Longest wait before a crashed lane consumer is started again, in milliseconds (backoff from 500 ms). Default 30 s. */
   restartBackoffMaxMs?: number;
-  /** Longest hold of an event whose `causation_id` names an event not in the log yet, in milliseconds. Default 30 s. */
+  /** Longest hold of an event whose `causation_id` names an event neither in the log nor staged, in milliseconds (its effects wait for it). Default 30 s. */
   causalHoldMs?: number;
   /** A partition with unstaged records and no progress this long is not waited for by the sequencer, in milliseconds. Default 30 s. */
   orderMaxIdleMs?: number;

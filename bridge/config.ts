@@ -80,7 +80,7 @@ export const bridgeEnv = {
     max: 3_600_000,
     default: 30_000,
     unit: 'milliseconds',
-    doc: 'Longest hold of an event whose causation_id names an event not in the log yet; past it, it is written anyway (docs/ordering.md).',
+    doc: 'Longest hold of an event whose causation_id names an event neither in the log nor staged; past it, it is written anyway. Its effects wait for it (docs/ordering.md).',
   }),
   BRIDGE_ORDER_GAP_MS: env.int({
     min: 0,

@@ -20,7 +20,7 @@ export interface OpcoesSequencer {
    * namespace, and it orders only that namespace's staged events.
    */
   topicPrefix: string;
-  /** Longest hold of an event whose cause is not in the log, in milliseconds (default 30 s). */
+  /** Longest hold of an event whose cause is neither in the log nor staged, in milliseconds (default 30 s); its effects wait for it. */
   causalHoldMs: number;
   /** A partition with unstaged records and no progress this long is not waited for, in milliseconds. */
   maxIdleMs: number;
