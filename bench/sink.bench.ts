@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import type pg from 'pg';
-import type { Counter } from 'prom-client';
+import type { Counter, Histogram } from 'prom-client';
 import type { PublicarEventoDto } from '../sdk';
 import { SAMPLE_PAYLOADS } from '../sdk/testing';
 import { BridgeMetrics } from '../bridge/metrics';
@@ -17,6 +17,8 @@ export interface SinkRow {
   loggedWhenStaged: number;
   /** Seconds from the bridge's start until every event was in the log. */
   bridgeSeconds: number;
+  /** Seconds the sequencer spent in its moves into the log (one at a time, under the log's lock). */
+  moveSeconds: number;
   copyPerSec: number;
   copyMethod: string;
   ratio: number;
@@ -35,6 +37,10 @@ const per10k = (a: ReturnType<typeof cpuSeconds>, b: ReturnType<typeof cpuSecond
 
 /** A counter's value summed over its labels. */
 const total = async (c: Counter): Promise<number> => (await c.get()).values.reduce((a, v) => a + v.value, 0);
+
+/** Seconds a histogram of durations observed in all. */
+const observedSeconds = async (h: Histogram): Promise<number> =>
+  (await h.get()).values.filter((v) => v.metricName?.endsWith('_sum')).reduce((a, v) => a + v.value, 0);
 
 const count = async (pool: pg.Pool): Promise<number> =>
   Number((await pool.query<{ n: string }>('SELECT count(*) AS n FROM core.event_log')).rows[0]?.n ?? 0);
@@ -94,6 +100,7 @@ export async function benchSink(ctx: BenchContext): Promise<SinkRow> {
   }
   const bridgeSeconds = (now() - t0) / 1000;
   const bridgeCpu = per10k(cpu0, cpuSeconds(), n);
+  const moveSeconds = await observedSeconds(metrics.insertDuration);
 
   // The reference writes the same rows into the same table: `core.event_log` of a second
   // database migrated like the first (monthly partitions, every seed index, the `core.event_ids`
@@ -158,6 +165,7 @@ export async function benchSink(ctx: BenchContext): Promise<SinkRow> {
     stagedSeconds: stagedSeconds ?? bridgeSeconds,
     loggedWhenStaged: stagedSeconds === undefined ? n : loggedWhenStaged,
     bridgeSeconds,
+    moveSeconds,
     copyPerSec: n / copySeconds,
     copyMethod,
     ratio: n / bridgeSeconds / (n / copySeconds),
