@@ -19,6 +19,8 @@ export interface SinkRow {
   bridgeSeconds: number;
   /** Seconds the sequencer spent in its moves into the log (one at a time, under the log's lock). */
   moveSeconds: number;
+  /** Seconds of the sequencer's upkeep of staging (`VACUUM (ANALYZE)`, beside its rounds). */
+  upkeepSeconds: number;
   copyPerSec: number;
   copyMethod: string;
   ratio: number;
@@ -101,6 +103,7 @@ export async function benchSink(ctx: BenchContext): Promise<SinkRow> {
   const bridgeSeconds = (now() - t0) / 1000;
   const bridgeCpu = per10k(cpu0, cpuSeconds(), n);
   const moveSeconds = await observedSeconds(metrics.insertDuration);
+  const upkeepSeconds = await observedSeconds(metrics.stagingVacuums);
 
   // The reference writes the same rows into the same table: `core.event_log` of a second
   // database migrated like the first (monthly partitions, every seed index, the `core.event_ids`
@@ -166,6 +169,7 @@ export async function benchSink(ctx: BenchContext): Promise<SinkRow> {
     loggedWhenStaged: stagedSeconds === undefined ? n : loggedWhenStaged,
     bridgeSeconds,
     moveSeconds,
+    upkeepSeconds,
     copyPerSec: n / copySeconds,
     copyMethod,
     ratio: n / bridgeSeconds / (n / copySeconds),

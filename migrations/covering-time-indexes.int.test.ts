@@ -1,10 +1,12 @@
 import pg from 'pg';
 import { trackClient } from '../test/harness';
-import { migrateLatest, rollbackLatest } from './index';
-import { emptyDatabase, query } from './testing';
+import { migrateLatest } from './index';
+import { emptyDatabase, laterThan, query, rollbackThrough } from './testing';
 
 const MIGRATION = '20261202160000_cover_event_log_time_indexes';
 const COVERING = 'INCLUDE (sequence_number, criado_em)';
+/** Rolled back before it (newest first) and re-applied with it. */
+const AFTER = laterThan(MIGRATION);
 
 /** Every index definition of the two time indexes, on the parent and each month, by index name. */
 const timeIndexes = (url: string) =>
@@ -48,7 +50,7 @@ describe('covering time indexes on the partitioned log', () => {
   it('cover every month, keep the names and rows, reach months created later, and come back off', async () => {
     const url = await emptyDatabase();
     await migrateLatest(url);
-    expect(await rollbackLatest(url)).toEqual([MIGRATION]);
+    expect(await rollbackThrough(url, MIGRATION)).toEqual([...AFTER].reverse().concat(MIGRATION));
     // rows in four past months and one no month covers (DEFAULT)
     await query(
       url,
@@ -64,7 +66,7 @@ describe('covering time indexes on the partitioned log', () => {
     const plain = await timeIndexes(url);
     expect(plain.some((i) => i.d.includes('INCLUDE'))).toBe(false);
 
-    expect(await migrateLatest(url)).toEqual([MIGRATION]);
+    expect(await migrateLatest(url)).toEqual([MIGRATION, ...AFTER]);
     const covering = await timeIndexes(url);
     // the same index names on the same tables, each now covering and valid
     expect(covering.map((i) => [i.i, i.t])).toEqual(plain.map((i) => [i.i, i.t]));
@@ -90,7 +92,7 @@ describe('covering time indexes on the partitioned log', () => {
     expect(plan).toMatch(/Index Only Scan using event_log_\d{4}_\d{2}_timestamp/);
 
     // down: the seed's plain indexes, same names
-    expect(await rollbackLatest(url)).toEqual([MIGRATION]);
+    expect(await rollbackThrough(url, MIGRATION)).toEqual([...AFTER].reverse().concat(MIGRATION));
     const back = await timeIndexes(url);
     expect(back.every((i) => i.valid && !i.d.includes('INCLUDE'))).toBe(true);
     expect(back.filter((i) => i.t === 'event_log').map((i) => i.i)).toEqual([
@@ -103,7 +105,7 @@ describe('covering time indexes on the partitioned log', () => {
   it('an interrupted run (a half-built new index, one month invalid) is finished by the next', async () => {
     const url = await emptyDatabase();
     await migrateLatest(url);
-    expect(await rollbackLatest(url)).toEqual([MIGRATION]);
+    expect(await rollbackThrough(url, MIGRATION)).toEqual([...AFTER].reverse().concat(MIGRATION));
     await query(
       url,
       `INSERT INTO core.event_log (event_id, tipo, origem, payload)
@@ -121,7 +123,7 @@ describe('covering time indexes on the partitioned log', () => {
        CREATE INDEX ${p}_timestamp_idx_novo ON core.${p} USING btree (timestamp) ${COVERING};
        UPDATE pg_index SET indisvalid = false WHERE indexrelid = 'core.${p}_timestamp_idx_novo'::regclass;`,
     );
-    expect(await migrateLatest(url)).toEqual([MIGRATION]);
+    expect(await migrateLatest(url)).toEqual([MIGRATION, ...AFTER]);
     const after = await timeIndexes(url);
     expect(after.every((i) => i.valid && i.d.endsWith(COVERING))).toBe(true);
     expect(after.filter((i) => i.t === p).map((i) => i.i)).toEqual([`${p}_timestamp_idx`, `${p}_tipo_timestamp_idx`]);

@@ -13,6 +13,7 @@ import * as retentionGaps from './20261202100000_add_retention_gaps';
 import * as monthlyPartitions from './20261202120000_partition_event_log_by_month';
 import * as eventLogArchive from './20261202140000_add_event_log_archive';
 import * as coveringTimeIndexes from './20261202160000_cover_event_log_time_indexes';
+import * as stagingStatistics from './20261203160000_slim_event_staging_statistics';
 
 /**
  * The `core` schema's migrations, in order. Landed migrations are never edited: add a file
@@ -36,6 +37,7 @@ export const MIGRATIONS: ReadonlyArray<{
   { name: '20261202120000_partition_event_log_by_month', module: monthlyPartitions },
   { name: '20261202140000_add_event_log_archive', module: eventLogArchive },
   { name: '20261202160000_cover_event_log_time_indexes', module: coveringTimeIndexes },
+  { name: '20261203160000_slim_event_staging_statistics', module: stagingStatistics },
 ];
 
 const source: Knex.MigrationSource<(typeof MIGRATIONS)[number]> = {

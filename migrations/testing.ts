@@ -1,5 +1,6 @@
 import pg from 'pg';
 import { randomSuffix, serviceEnv, trackClient } from '../test/harness';
+import { MIGRATIONS, rollbackLatest } from './index';
 
 /** Helpers of the migration tests: a database of their own, and one-shot queries. */
 
@@ -23,5 +24,27 @@ export async function query<T extends pg.QueryResultRow>(url: string, sql: strin
   } finally {
     await c.end();
     done();
+  }
+}
+
+/** The names of the migrations after `name`, in the order they apply. */
+export function laterThan(name: string): string[] {
+  const i = MIGRATIONS.findIndex((m) => m.name === name);
+  if (i < 0) throw new Error(`no migration ${name}`);
+  return MIGRATIONS.slice(i + 1).map((m) => m.name);
+}
+
+/**
+ * Rolls back, one at a time, every migration after `name` and then `name` itself; returns the
+ * names in the order they were rolled back. A test of one migration's `up` and `down` stays
+ * valid when later migrations are added.
+ */
+export async function rollbackThrough(url: string, name: string): Promise<string[]> {
+  const rolled: string[] = [];
+  for (;;) {
+    const r = await rollbackLatest(url);
+    if (r.length === 0) throw new Error(`${name} was not applied`);
+    rolled.push(...r);
+    if (r.includes(name)) return rolled;
   }
 }
