@@ -193,6 +193,10 @@ export function renderReport(r: Results): { table: string; markdown: string } {
     );
     md.push(line([`PostgreSQL ${r.sink.copyMethod}`, fmt(r.sink.copyPerSec, 0), '1×', cpu(r.sink.copyCpu)]), '');
     md.push(
+      `The reference is the median of ${r.sink.copyLoadsPerSec.length} loads, each into a fresh database, in the order they ran: ${r.sink.copyLoadsPerSec.map((x) => fmt(x, 0)).join(', ')} rows/s.`,
+      '',
+    );
+    md.push(
       `Phases of the drain: every event staged after ${fmt(r.sink.stagedSeconds, 1)} s (${fmt(r.sink.events / r.sink.stagedSeconds, 0)} events/s; ${fmt(r.sink.loggedWhenStaged, 0)} of them in the log by then), all in the log after ${fmt(r.sink.bridgeSeconds, 1)} s; the sequencer's moves took ${fmt(r.sink.moveSeconds, 1)} s in all (${fmt((r.sink.moveSeconds * 1e6) / r.sink.events, 0)} µs per event), its upkeep of staging ${fmt(r.sink.upkeepSeconds, 2)} s — the sequencer moves the backlog's head while its tail is staged (cuts by publish time, ADR 0021), so what follows the end of staging is the tail's move.`,
       '',
     );
