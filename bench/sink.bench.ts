@@ -111,7 +111,7 @@ export async function benchSink(ctx: BenchContext): Promise<SinkRow> {
   const moveSeconds = await observedSeconds(metrics.insertDuration);
   const upkeepSeconds = await observedSeconds(metrics.stagingVacuums);
 
-  // The reference writes the same rows into the same table: `core.event_log` of a second
+  // The reference writes the same rows into the same table: `core.event_log` of another
   // database migrated like the first (monthly partitions, every seed index, the `core.event_ids`
   // trigger and foreign key), so PostgreSQL does for it everything it does for the bridge's rows
   // except what the bridge itself adds (staging, ordering).
