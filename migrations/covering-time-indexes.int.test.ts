@@ -1,11 +1,11 @@
 import pg from 'pg';
 import { trackClient } from '../test/harness';
 import { migrateLatest } from './index';
-import { emptyDatabase, laterThan, query, rollbackThrough } from './testing';
+import { emptyDatabase, laterThan, query, rollbackOrder, rollbackThrough } from './testing';
 
 const MIGRATION = '20261202160000_cover_event_log_time_indexes';
 const COVERING = 'INCLUDE (sequence_number, criado_em)';
-/** Rolled back before it (newest first) and re-applied with it. */
+/** The migrations after it: rolled back before it and re-applied with it. */
 const AFTER = laterThan(MIGRATION);
 
 /** Every index definition of the two time indexes, on the parent and each month, by index name. */
@@ -50,7 +50,7 @@ describe('covering time indexes on the partitioned log', () => {
   it('cover every month, keep the names and rows, reach months created later, and come back off', async () => {
     const url = await emptyDatabase();
     await migrateLatest(url);
-    expect(await rollbackThrough(url, MIGRATION)).toEqual([...AFTER].reverse().concat(MIGRATION));
+    expect(await rollbackThrough(url, MIGRATION)).toEqual(rollbackOrder(MIGRATION));
     // rows in four past months and one no month covers (DEFAULT)
     await query(
       url,
@@ -92,7 +92,7 @@ describe('covering time indexes on the partitioned log', () => {
     expect(plan).toMatch(/Index Only Scan using event_log_\d{4}_\d{2}_timestamp/);
 
     // down: the seed's plain indexes, same names
-    expect(await rollbackThrough(url, MIGRATION)).toEqual([...AFTER].reverse().concat(MIGRATION));
+    expect(await rollbackThrough(url, MIGRATION)).toEqual(rollbackOrder(MIGRATION));
     const back = await timeIndexes(url);
     expect(back.every((i) => i.valid && !i.d.includes('INCLUDE'))).toBe(true);
     expect(back.filter((i) => i.t === 'event_log').map((i) => i.i)).toEqual([
@@ -105,7 +105,7 @@ describe('covering time indexes on the partitioned log', () => {
   it('an interrupted run (a half-built new index, one month invalid) is finished by the next', async () => {
     const url = await emptyDatabase();
     await migrateLatest(url);
-    expect(await rollbackThrough(url, MIGRATION)).toEqual([...AFTER].reverse().concat(MIGRATION));
+    expect(await rollbackThrough(url, MIGRATION)).toEqual(rollbackOrder(MIGRATION));
     await query(
       url,
       `INSERT INTO core.event_log (event_id, tipo, origem, payload)

@@ -1,18 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
-import { migrateLatest, rollbackLatest } from './index';
-import { emptyDatabase, laterThan, query } from './testing';
+import { migrateLatest } from './index';
+import { emptyDatabase, laterThan, query, rollbackOrder, rollbackThrough } from './testing';
 import { trackClient } from '../test/harness';
 
 const PARTITIONING = '20261202120000_partition_event_log_by_month';
 /** The migrations after the partitioning, rolled back before it and re-applied with it. */
 const AFTER = laterThan(PARTITIONING);
-
-/** Rolls back down to (and including) the partitioning; returns what was rolled back last. */
-async function rollbackPartitioning(url: string): Promise<string[]> {
-  for (const m of [...AFTER].reverse()) expect(await rollbackLatest(url)).toEqual([m]);
-  return rollbackLatest(url);
-}
 
 /** Every row of the log, all columns, as text in sequence order: compared before and after. */
 const everyRow = (url: string) =>
@@ -66,7 +60,7 @@ describe('the monthly-partitioned log', () => {
   it('migrates a log spread over seven months while readers poll: nothing skipped, nothing duplicated, the same rows; and back', async () => {
     const url = await emptyDatabase();
     await migrateLatest(url);
-    expect(await rollbackPartitioning(url)).toEqual([PARTITIONING]); // the log as it was before
+    expect(await rollbackThrough(url, PARTITIONING)).toEqual(rollbackOrder(PARTITIONING)); // the log as it was before
     // 7,000 rows over seven months, in sequence order, with DLQ entries pointing at some
     await query(
       url,
@@ -118,7 +112,7 @@ describe('the monthly-partitioned log', () => {
     expect(next?.s).toBe(String(before.length + 1));
 
     // down: one table again, the same rows, the unique event_id index and the FK back on it
-    expect(await rollbackPartitioning(url)).toEqual([PARTITIONING]);
+    expect(await rollbackThrough(url, PARTITIONING)).toEqual(rollbackOrder(PARTITIONING));
     expect((await everyRow(url)).slice(0, before.length)).toEqual(before);
     const [kind] = await query<{ k: string }>(
       url,

@@ -34,6 +34,11 @@ export function laterThan(name: string): string[] {
   return MIGRATIONS.slice(i + 1).map((m) => m.name);
 }
 
+/** What rolling back through `name` undoes, in order: the later migrations newest first, then `name`. */
+export function rollbackOrder(name: string): string[] {
+  return [...laterThan(name)].reverse().concat(name);
+}
+
 /**
  * Rolls back, one at a time, every migration after `name` and then `name` itself; returns the
  * names in the order they were rolled back. A test of one migration's `up` and `down` stays
