@@ -105,11 +105,7 @@ export function cpuSeconds(): { node: number; postgres: number; java: number } {
   }
   for (const pid of pids) {
     try {
-      const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      // utime, stime, cutime, cstime (proc(5) fields 14-17)
-      const ticks = Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]);
+      const { name, ticks } = procCpuTicks(fs.readFileSync(`/proc/${pid}/stat`, 'utf8'));
       if (name === 'postgres') out.postgres += ticks / 100;
       else if (name === 'java') out.java += ticks / 100;
     } catch {
@@ -117,4 +113,15 @@ export function cpuSeconds(): { node: number; postgres: number; java: number } {
     }
   }
   return out;
+}
+
+/**
+ * A process's name and CPU clock ticks from its `/proc/<pid>/stat` line: its own user and system
+ * time plus its reaped children's (proc(5) fields 14–17: utime, stime, cutime, cstime). The name
+ * is between the first `(` and the last `)`, so a name holding spaces or parentheses is read whole.
+ */
+export function procCpuTicks(stat: string): { name: string; ticks: number } {
+  const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' '); // fields[0] is field 3, the state
+  return { name, ticks: Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]) };
 }
