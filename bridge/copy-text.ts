@@ -8,6 +8,9 @@ export type CopyValue = string | number | bigint | null;
 
 /** Characters the text format of COPY gives a meaning to, and their escapes. */
 const ESCAPES: Record<string, string> = { '\\': '\\\\', '\n': '\\n', '\r': '\\r', '\t': '\\t' };
+const SPECIAL = /[\\\n\r\t]/;
+const SPECIALS = /[\\\n\r\t]/g;
+const escape = (c: string) => ESCAPES[c] as string;
 
 /**
  * One field in PostgreSQL's COPY text format: `\N` for NULL, backslash, newline, carriage return
@@ -17,7 +20,10 @@ const ESCAPES: Record<string, string> = { '\\': '\\\\', '\n': '\\n', '\r': '\\r'
  */
 export function copyField(v: CopyValue): string {
   if (v === null) return '\\N';
-  return String(v).replace(/[\\\n\r\t]/g, (c) => ESCAPES[c] as string);
+  // a number or bigint prints as digits, sign, '.', 'e', 'NaN' or 'Infinity': nothing to escape
+  if (typeof v !== 'string') return String(v);
+  // most fields hold none of the four characters: a test is cheaper than a replace that finds nothing
+  return SPECIAL.test(v) ? v.replace(SPECIALS, escape) : v;
 }
 
 /** Rows as COPY text lines (tab-separated fields, newline-terminated). */
