@@ -22,9 +22,10 @@ export interface BenchContext {
   bus(overrides?: Partial<OpcoesEventBusEntrada>): Promise<EventBus>;
   /**
    * The bridge (as deployed: redaction on, batches of 500) over `pool`, following `bus`'s
-   * namespace; `metrics` lets the caller read its counters in-process.
+   * namespace; `metrics` lets the caller read its counters in-process. `groupId` (default: the
+   * namespace's) lets a second bridge read the same topics from the beginning into another database.
    */
-  bridge(bus: EventBus, pool: pg.Pool, metrics?: BridgeMetrics): Promise<Bridge>;
+  bridge(bus: EventBus, pool: pg.Pool, metrics?: BridgeMetrics, groupId?: string): Promise<Bridge>;
   cleanup(): Promise<void>;
 }
 
@@ -77,11 +78,11 @@ export async function createContext(quick: boolean): Promise<BenchContext> {
       cleanups.push(() => b.encerrar());
       return b;
     },
-    async bridge(bus, dbPool, metrics = new BridgeMetrics()) {
+    async bridge(bus, dbPool, metrics = new BridgeMetrics(), groupId = `${bus.topics.namespace}-bridge`) {
       const bridge = new Bridge({
         brokers,
         clientId: 'bench-bridge',
-        groupId: `${bus.topics.namespace}-bridge`,
+        groupId,
         pool: dbPool,
         registry: bus.registry,
         catalog: bus.catalog,

@@ -193,7 +193,7 @@ export function renderReport(r: Results): { table: string; markdown: string } {
     );
     md.push(line([`PostgreSQL ${r.sink.copyMethod}`, fmt(r.sink.copyPerSec, 0), '1×', cpu(r.sink.copyCpu)]), '');
     md.push(
-      `The reference is the median of ${r.sink.copyLoadsPerSec.length} loads, each into a fresh database, in the order they ran: ${r.sink.copyLoadsPerSec.map((x) => fmt(x, 0)).join(', ')} rows/s.`,
+      `Drains and loads of the reference alternated (drain, COPY, drain, COPY, …), each into a fresh database; each drain's ratio is to the load that followed it, and the rows above are the median pair's. The pairs, in the order they ran (bridge events/s vs COPY rows/s → ratio; bridge CPU as above): ${r.sink.pairs.map((p) => `${fmt(p.bridgePerSec, 0)} vs ${fmt(p.copyPerSec, 0)} → ${fmt(p.ratio, 3)}× (${cpu(p.bridgeCpu)})`).join('; ')}.`,
       '',
     );
     md.push(

@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import type pg from 'pg';
 import type { Counter, Histogram } from 'prom-client';
-import type { PublicarEventoDto } from '../sdk';
+import type { EventBus, PublicarEventoDto } from '../sdk';
+import type { Bridge } from '../bridge/bridge';
 import { SAMPLE_PAYLOADS } from '../sdk/testing';
 import { BridgeMetrics } from '../bridge/metrics';
 import { progress, type BenchContext } from './context';
@@ -23,8 +24,13 @@ export interface SinkRow {
   upkeepSeconds: number;
   /** Rows per second of the reference's median load (the ratio's denominator). */
   copyPerSec: number;
-  /** Rows per second of each load of the reference, in the order they ran. */
-  copyLoadsPerSec: number[];
+  /** Each drain beside the load that followed it, in the order they ran; the median pair gives the figures above. */
+  pairs: Array<{
+    bridgePerSec: number;
+    copyPerSec: number;
+    ratio: number;
+    bridgeCpu: { node: number; postgres: number; java: number };
+  }>;
   copyMethod: string;
   ratio: number;
   /** CPU seconds per 10,000 events: the bench process (the bridge runs in it), PostgreSQL, the broker/registry JVMs. */
@@ -34,8 +40,8 @@ export interface SinkRow {
   visible: LatencySummary & { rate: number; seconds: number };
 }
 
-/** Loads of the COPY reference, each into a fresh database; the median's rate is the reference. */
-const COPY_LOADS = 3;
+/** Drains of the bridge, each followed by a load of the COPY reference; the median pair's ratio is the result. */
+const PAIRS = 3;
 
 const per10k = (a: ReturnType<typeof cpuSeconds>, b: ReturnType<typeof cpuSeconds>, n: number) => ({
   node: ((b.node - a.node) * 10_000) / n,
@@ -66,6 +72,90 @@ const recebida = (i: number): PublicarEventoDto => ({
   },
 });
 
+interface Drain {
+  bridge: Bridge;
+  seconds: number;
+  stagedSeconds: number;
+  loggedWhenStaged: number;
+  moveSeconds: number;
+  upkeepSeconds: number;
+  cpu: ReturnType<typeof per10k>;
+}
+
+/**
+ * A bridge started over `pool` (a consumer group of its own when `groupId` is given) until the
+ * `n` events already in the topics are in its log. Progress is read from the bridge's own
+ * counters, in this process: a count(*) of the log or of staging every few milliseconds would be
+ * PostgreSQL work inside the measured drain. When every event was staged, staging ended (the rest
+ * of the drain is the tail's move, ADR 0021).
+ */
+async function drain(ctx: BenchContext, bus: EventBus, pool: pg.Pool, n: number, groupId?: string): Promise<Drain> {
+  const metrics = new BridgeMetrics();
+  const t0 = now();
+  const cpu0 = cpuSeconds();
+  const bridge = await ctx.bridge(bus, pool, metrics, groupId);
+  let last = 0;
+  let stagedSeconds: number | undefined;
+  let loggedWhenStaged = 0;
+  for (;;) {
+    const staged = await total(metrics.staged);
+    const logged = await total(metrics.inserted);
+    if (stagedSeconds === undefined && staged >= n) {
+      stagedSeconds = (now() - t0) / 1000;
+      loggedWhenStaged = logged;
+    }
+    // the counters say the sequencer wrote n events; the log itself is counted once, to be sure
+    if (logged >= n && (await count(pool)) >= n) break;
+    if (logged - last >= n / 5) {
+      progress(`sink: ${logged}/${n} in the log`);
+      last = logged;
+    }
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  const seconds = (now() - t0) / 1000;
+  return {
+    bridge,
+    seconds,
+    stagedSeconds: stagedSeconds ?? seconds,
+    loggedWhenStaged: stagedSeconds === undefined ? n : loggedWhenStaged,
+    cpu: per10k(cpu0, cpuSeconds(), n),
+    moveSeconds: await observedSeconds(metrics.insertDuration),
+    upkeepSeconds: await observedSeconds(metrics.stagingVacuums),
+  };
+}
+
+/**
+ * Exports the log of `pool` to `file` for the reference's loads and returns the load: binary
+ * `COPY FROM` the file, or, on a server that may not read or write files (not a superuser), the
+ * rows read back through this process and inserted (`onFallback` is told how).
+ */
+async function exportRows(
+  pool: pg.Pool,
+  file: string,
+  onFallback: (method: string) => void,
+): Promise<(pool: pg.Pool) => Promise<void>> {
+  try {
+    // the log is partitioned by month (ADR 0017): COPY TO takes a query, not the parent table
+    await pool.query(`COPY (SELECT * FROM core.event_log) TO '${file}' (FORMAT binary)`);
+    return async (p) => void (await p.query(`COPY core.event_log FROM '${file}' (FORMAT binary)`));
+  } catch (err) {
+    onFallback(`INSERT of the rows read back (server file COPY failed: ${(err as Error).message})`);
+    const { rows } = await pool.query<{ r: string }>('SELECT row_to_json(l)::text AS r FROM core.event_log l');
+    return async (p) => {
+      for (let i = 0; i < rows.length; i += 5000)
+        await p.query(
+          'INSERT INTO core.event_log SELECT * FROM json_populate_recordset(NULL::core.event_log, $1::json)',
+          [
+            `[${rows
+              .slice(i, i + 5000)
+              .map((x) => x.r)
+              .join(',')}]`,
+          ],
+        );
+    };
+  }
+}
+
 /**
  * The bridge mirroring events already in the topics into `core.event_log` (redaction on, every
  * seed index present), against PostgreSQL `COPY` of the same rows into an identical table; then
@@ -79,73 +169,37 @@ export async function benchSink(ctx: BenchContext): Promise<SinkRow> {
     await bus.publicarLote(Array.from({ length: Math.min(500, n - i) }, (_, k) => recebida(i + k)));
     if (i % 20_000 === 0) progress(`sink: ${i}/${n} published`);
   }
+  // Drains and loads of the reference alternate — drain, COPY, drain, COPY, drain, COPY — and
+  // each drain's ratio is to the load that follows it: this machine's speed drifts by a third
+  // within minutes (one afternoon's COPY measured 31k to 50k rows/s), so measurements taken one
+  // after the other are the only fair pairs. The reported ratio is the median pair's.
+  // Every drain reads the same records from the beginning (a consumer group of its own) into a
+  // fresh database; the first one's bridge keeps running for the latency phase below.
   const db = await ctx.database('sink');
-  progress(`sink: bridge draining ${n} events…`);
-  const metrics = new BridgeMetrics();
-  const t0 = now();
-  const cpu0 = cpuSeconds();
-  await ctx.bridge(bus, db.pool, metrics);
-  // progress is read from the bridge's own counters, in this process: a count(*) of the log or
-  // of staging every few milliseconds would be PostgreSQL work inside the measured drain. When
-  // every event was staged, staging ended (the rest of the drain is the tail's move, ADR 0021).
-  let last = 0;
-  let stagedSeconds: number | undefined;
-  let loggedWhenStaged = 0;
-  for (;;) {
-    const staged = await total(metrics.staged);
-    const logged = await total(metrics.inserted);
-    if (stagedSeconds === undefined && staged >= n) {
-      stagedSeconds = (now() - t0) / 1000;
-      loggedWhenStaged = logged;
-    }
-    // the counters say the sequencer wrote n events; the log itself is counted once, to be sure
-    if (logged >= n && (await count(db.pool)) >= n) break;
-    if (logged - last >= n / 10) {
-      progress(`sink: ${logged}/${n} in the log`);
-      last = logged;
-    }
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  const bridgeSeconds = (now() - t0) / 1000;
-  const bridgeCpu = per10k(cpu0, cpuSeconds(), n);
-  const moveSeconds = await observedSeconds(metrics.insertDuration);
-  const upkeepSeconds = await observedSeconds(metrics.stagingVacuums);
-
-  // The reference writes the same rows into the same table: `core.event_log` of another
-  // database migrated like the first (monthly partitions, every seed index, the `core.event_ids`
-  // trigger and foreign key), so PostgreSQL does for it everything it does for the bridge's rows
-  // except what the bridge itself adds (staging, ordering).
-  // Loaded COPY_LOADS times, each into a database of its own, and the median load gives the
-  // ratio: this machine's COPY swung from 31k to 50k rows/s between runs of one afternoon, so one
-  // load could make the ratio by itself; the three rates are reported beside it.
-  progress(`sink: COPY of the same rows into core.event_log of another database, ${COPY_LOADS} times…`);
+  const drains: Drain[] = [];
+  const loads: Array<{ seconds: number; cpu: ReturnType<typeof per10k> }> = [];
   const file = `/tmp/feromonios-bench-${randomUUID()}.copy`;
   let copyMethod = 'COPY FROM file (binary), core.event_log of a fresh database';
-  let load: (pool: pg.Pool) => Promise<void>;
+  let load: ((pool: pg.Pool) => Promise<void>) | undefined;
   try {
-    // the log is partitioned by month (ADR 0017): COPY TO takes a query, not the parent table
-    await db.pool.query(`COPY (SELECT * FROM core.event_log) TO '${file}' (FORMAT binary)`);
-    load = async (pool) => void (await pool.query(`COPY core.event_log FROM '${file}' (FORMAT binary)`));
-  } catch (err) {
-    // a server that may not read or write files (not a superuser): the rows go through this process
-    copyMethod = `INSERT of the rows read back (server file COPY failed: ${(err as Error).message})`;
-    const { rows } = await db.pool.query<{ r: string }>('SELECT row_to_json(l)::text AS r FROM core.event_log l');
-    load = async (pool) => {
-      for (let i = 0; i < rows.length; i += 5000)
-        await pool.query(
-          'INSERT INTO core.event_log SELECT * FROM json_populate_recordset(NULL::core.event_log, $1::json)',
-          [
-            `[${rows
-              .slice(i, i + 5000)
-              .map((x) => x.r)
-              .join(',')}]`,
-          ],
-        );
-    };
-  }
-  const loads: Array<{ seconds: number; cpu: ReturnType<typeof per10k> }> = [];
-  try {
-    for (let k = 0; k < COPY_LOADS; k++) {
+    for (let k = 0; k < PAIRS; k++) {
+      const target = k === 0 ? db : await ctx.database('sink_drain');
+      progress(`sink: drain ${k + 1}/${PAIRS}: the bridge writing ${n} events…`);
+      const drained = await drain(
+        ctx,
+        bus,
+        target.pool,
+        n,
+        k === 0 ? undefined : `${bus.topics.namespace}-bridge-${k}`,
+      );
+      drains.push(drained);
+      if (k > 0) await drained.bridge.stop(); // the first keeps running: the latency phase uses it
+      // The reference writes the same rows into the same table: `core.event_log` of another
+      // database migrated like the first (monthly partitions, every seed index, the
+      // `core.event_ids` trigger and foreign key), so PostgreSQL does for it everything it does
+      // for the bridge's rows except what the bridge itself adds (staging, ordering).
+      load ??= await exportRows(db.pool, file, (m) => (copyMethod = m));
+      progress(`sink: load ${k + 1}/${PAIRS}: COPY of the same rows into core.event_log of a fresh database…`);
       const ref = await ctx.database('sink_copy');
       const c0 = now();
       const copyCpu0 = cpuSeconds();
@@ -156,7 +210,13 @@ export async function benchSink(ctx: BenchContext): Promise<SinkRow> {
   } finally {
     fs.rmSync(file, { force: true });
   }
-  const median = [...loads].sort((a, b) => a.seconds - b.seconds)[Math.floor(COPY_LOADS / 2)]!;
+  const ratios = drains.map((d, k) => (d.seconds === 0 ? 0 : (loads[k] as { seconds: number }).seconds / d.seconds));
+  const middle = [...ratios.keys()].sort((a, b) => (ratios[a] as number) - (ratios[b] as number))[
+    Math.floor(PAIRS / 2)
+  ] as number;
+  const main = drains[middle] as Drain;
+  const median = loads[middle] as { seconds: number; cpu: ReturnType<typeof per10k> };
+  const bridgeSeconds = main.seconds;
   const copySeconds = median.seconds;
 
   const rate = 1000;
@@ -177,16 +237,21 @@ export async function benchSink(ctx: BenchContext): Promise<SinkRow> {
   return {
     events: n,
     bridgePerSec: n / bridgeSeconds,
-    stagedSeconds: stagedSeconds ?? bridgeSeconds,
-    loggedWhenStaged: stagedSeconds === undefined ? n : loggedWhenStaged,
+    stagedSeconds: main.stagedSeconds,
+    loggedWhenStaged: main.loggedWhenStaged,
     bridgeSeconds,
-    moveSeconds,
-    upkeepSeconds,
+    moveSeconds: main.moveSeconds,
+    upkeepSeconds: main.upkeepSeconds,
     copyPerSec: n / copySeconds,
-    copyLoadsPerSec: loads.map((l) => n / l.seconds),
+    pairs: drains.map((d, k) => ({
+      bridgePerSec: n / d.seconds,
+      copyPerSec: n / (loads[k] as { seconds: number }).seconds,
+      ratio: ratios[k] as number,
+      bridgeCpu: d.cpu,
+    })),
     copyMethod,
-    ratio: n / bridgeSeconds / (n / copySeconds),
-    bridgeCpu,
+    ratio: ratios[middle] as number,
+    bridgeCpu: main.cpu,
     copyCpu: median.cpu,
     visible: { ...summarize(lat), rate, seconds },
   };
