@@ -9,7 +9,7 @@ export type CopyValue = string | number | bigint | null;
 /** Characters the text format of COPY gives a meaning to, and their escapes. */
 const ESCAPES: Record<string, string> = { '\\': '\\\\', '\n': '\\n', '\r': '\\r', '\t': '\\t' };
 const SPECIAL = /[\\\n\r\t]/;
-const SPECIALS = /[\\\n\r\t]/g;
+const SPECIALS = new RegExp(SPECIAL.source, 'g');
 const escape = (c: string) => ESCAPES[c] as string;
 
 /**
