@@ -193,11 +193,11 @@ export function renderReport(r: Results): { table: string; markdown: string } {
     );
     md.push(line([`PostgreSQL ${r.sink.copyMethod}`, fmt(r.sink.copyPerSec, 0), '1×', cpu(r.sink.copyCpu)]), '');
     md.push(
-      `Drains and loads of the reference alternated (drain, COPY, drain, COPY, …), each into a fresh database; each drain's ratio is to the load that followed it, and the rows above are the median pair's. The pairs, in the order they ran (bridge events/s vs COPY rows/s → ratio; bridge CPU as above): ${r.sink.pairs.map((p) => `${fmt(p.bridgePerSec, 0)} vs ${fmt(p.copyPerSec, 0)} → ${fmt(p.ratio, 3)}× (${cpu(p.bridgeCpu)})`).join('; ')}.`,
+      `Drains and loads of the reference alternated (drain, COPY, drain, COPY, …), each into a fresh database and each alone (a drain's bridge is stopped before the load); each drain's ratio is to the load that followed it, and the rows above are the median pair's. The pairs, in the order they ran (bridge events/s vs COPY rows/s → ratio; bridge CPU as above): ${r.sink.pairs.map((p) => `${fmt(p.bridgePerSec, 0)} vs ${fmt(p.copyPerSec, 0)} → ${fmt(p.ratio, 3)}× (${cpu(p.bridgeCpu)})`).join('; ')}.`,
       '',
     );
     md.push(
-      `Phases of the drain: every event staged after ${fmt(r.sink.stagedSeconds, 1)} s (${fmt(r.sink.events / r.sink.stagedSeconds, 0)} events/s; ${fmt(r.sink.loggedWhenStaged, 0)} of them in the log by then), all in the log after ${fmt(r.sink.bridgeSeconds, 1)} s; the sequencer's moves took ${fmt(r.sink.moveSeconds, 1)} s in all (${fmt((r.sink.moveSeconds * 1e6) / r.sink.events, 0)} µs per event), its upkeep of staging ${fmt(r.sink.upkeepSeconds, 2)} s — the sequencer moves the backlog's head while its tail is staged (cuts by publish time, ADR 0021), so what follows the end of staging is the tail's move.`,
+      `Phases of the median pair's drain: every event staged after ${fmt(r.sink.stagedSeconds, 1)} s (${fmt(r.sink.events / r.sink.stagedSeconds, 0)} events/s; ${fmt(r.sink.loggedWhenStaged, 0)} of them in the log by then), all in the log after ${fmt(r.sink.bridgeSeconds, 1)} s; the sequencer's moves took ${fmt(r.sink.moveSeconds, 1)} s in all (${fmt((r.sink.moveSeconds * 1e6) / r.sink.events, 0)} µs per event), its upkeep of staging ${fmt(r.sink.upkeepSeconds, 2)} s — the sequencer moves the backlog's head while its tail is staged (cuts by publish time, ADR 0021), so what follows the end of staging is the tail's move.`,
       '',
     );
     md.push(

@@ -3,7 +3,6 @@ import fs from 'node:fs';
 import type pg from 'pg';
 import type { Counter, Histogram } from 'prom-client';
 import type { EventBus, PublicarEventoDto } from '../sdk';
-import type { Bridge } from '../bridge/bridge';
 import { SAMPLE_PAYLOADS } from '../sdk/testing';
 import { BridgeMetrics } from '../bridge/metrics';
 import { progress, type BenchContext } from './context';
@@ -25,25 +24,22 @@ export interface SinkRow {
   /** Rows per second of the reference's median load (the ratio's denominator). */
   copyPerSec: number;
   /** Each drain beside the load that followed it, in the order they ran; the median pair gives the figures above. */
-  pairs: Array<{
-    bridgePerSec: number;
-    copyPerSec: number;
-    ratio: number;
-    bridgeCpu: { node: number; postgres: number; java: number };
-  }>;
+  pairs: Array<{ bridgePerSec: number; copyPerSec: number; ratio: number; bridgeCpu: Cpu }>;
   copyMethod: string;
   ratio: number;
   /** CPU seconds per 10,000 events: the bench process (the bridge runs in it), PostgreSQL, the broker/registry JVMs. */
-  bridgeCpu: { node: number; postgres: number; java: number };
+  bridgeCpu: Cpu;
   /** CPU seconds per 10,000 rows of the COPY reference (PostgreSQL alone does the work). */
-  copyCpu: { node: number; postgres: number; java: number };
+  copyCpu: Cpu;
   visible: LatencySummary & { rate: number; seconds: number };
 }
 
 /** Drains of the bridge, each followed by a load of the COPY reference; the median pair's ratio is the result. */
 const PAIRS = 3;
 
-const per10k = (a: ReturnType<typeof cpuSeconds>, b: ReturnType<typeof cpuSeconds>, n: number) => ({
+type Cpu = ReturnType<typeof cpuSeconds>;
+
+const per10k = (a: Cpu, b: Cpu, n: number): Cpu => ({
   node: ((b.node - a.node) * 10_000) / n,
   postgres: ((b.postgres - a.postgres) * 10_000) / n,
   java: ((b.java - a.java) * 10_000) / n,
@@ -73,18 +69,26 @@ const recebida = (i: number): PublicarEventoDto => ({
 });
 
 interface Drain {
-  bridge: Bridge;
   seconds: number;
   stagedSeconds: number;
   loggedWhenStaged: number;
   moveSeconds: number;
   upkeepSeconds: number;
-  cpu: ReturnType<typeof per10k>;
+  cpu: Cpu;
+}
+
+/** One drain and the load of the reference right after it. */
+interface Pair {
+  drain: Drain;
+  load: { seconds: number; cpu: Cpu };
+  /** The drain's rate over the load's. */
+  ratio: number;
 }
 
 /**
  * A bridge started over `pool` (a consumer group of its own when `groupId` is given) until the
- * `n` events already in the topics are in its log. Progress is read from the bridge's own
+ * `n` events already in the topics are in its log, then stopped: nothing of it runs beside the
+ * next measurement. Progress is read from the bridge's own
  * counters, in this process: a count(*) of the log or of staging every few milliseconds would be
  * PostgreSQL work inside the measured drain. When every event was staged, staging ended (the rest
  * of the drain is the tail's move, ADR 0021).
@@ -113,12 +117,13 @@ async function drain(ctx: BenchContext, bus: EventBus, pool: pg.Pool, n: number,
     await new Promise((r) => setTimeout(r, 25));
   }
   const seconds = (now() - t0) / 1000;
+  const cpu = per10k(cpu0, cpuSeconds(), n);
+  await bridge.stop();
   return {
-    bridge,
     seconds,
     stagedSeconds: stagedSeconds ?? seconds,
     loggedWhenStaged: stagedSeconds === undefined ? n : loggedWhenStaged,
-    cpu: per10k(cpu0, cpuSeconds(), n),
+    cpu,
     moveSeconds: await observedSeconds(metrics.insertDuration),
     upkeepSeconds: await observedSeconds(metrics.stagingVacuums),
   };
@@ -174,26 +179,19 @@ export async function benchSink(ctx: BenchContext): Promise<SinkRow> {
   // within minutes (one afternoon's COPY measured 31k to 50k rows/s), so measurements taken one
   // after the other are the only fair pairs. The reported ratio is the median pair's.
   // Every drain reads the same records from the beginning (a consumer group of its own) into a
-  // fresh database; the first one's bridge keeps running for the latency phase below.
+  // fresh database, and its bridge is stopped before the load: each measurement runs alone.
   const db = await ctx.database('sink');
-  const drains: Drain[] = [];
-  const loads: Array<{ seconds: number; cpu: ReturnType<typeof per10k> }> = [];
+  const pairs: Pair[] = [];
   const file = `/tmp/feromonios-bench-${randomUUID()}.copy`;
   let copyMethod = 'COPY FROM file (binary), core.event_log of a fresh database';
   let load: ((pool: pg.Pool) => Promise<void>) | undefined;
   try {
     for (let k = 0; k < PAIRS; k++) {
-      const target = k === 0 ? db : await ctx.database('sink_drain');
       progress(`sink: drain ${k + 1}/${PAIRS}: the bridge writing ${n} events…`);
-      const drained = await drain(
-        ctx,
-        bus,
-        target.pool,
-        n,
-        k === 0 ? undefined : `${bus.topics.namespace}-bridge-${k}`,
-      );
-      drains.push(drained);
-      if (k > 0) await drained.bridge.stop(); // the first keeps running: the latency phase uses it
+      const drained =
+        k === 0
+          ? await drain(ctx, bus, db.pool, n)
+          : await drain(ctx, bus, (await ctx.database('sink_drain')).pool, n, `${bus.topics.namespace}-bridge-${k}`);
       // The reference writes the same rows into the same table: `core.event_log` of another
       // database migrated like the first (monthly partitions, every seed index, the
       // `core.event_ids` trigger and foreign key), so PostgreSQL does for it everything it does
@@ -204,24 +202,20 @@ export async function benchSink(ctx: BenchContext): Promise<SinkRow> {
       const c0 = now();
       const copyCpu0 = cpuSeconds();
       await load(ref.pool);
-      loads.push({ seconds: (now() - c0) / 1000, cpu: per10k(copyCpu0, cpuSeconds(), n) });
+      const loaded = { seconds: (now() - c0) / 1000, cpu: per10k(copyCpu0, cpuSeconds(), n) };
       if ((await count(ref.pool)) !== n) throw new Error('COPY reference did not copy every row');
+      pairs.push({ drain: drained, load: loaded, ratio: loaded.seconds / drained.seconds });
     }
   } finally {
     fs.rmSync(file, { force: true });
   }
-  const ratios = drains.map((d, k) => (d.seconds === 0 ? 0 : (loads[k] as { seconds: number }).seconds / d.seconds));
-  const middle = [...ratios.keys()].sort((a, b) => (ratios[a] as number) - (ratios[b] as number))[
-    Math.floor(PAIRS / 2)
-  ] as number;
-  const main = drains[middle] as Drain;
-  const median = loads[middle] as { seconds: number; cpu: ReturnType<typeof per10k> };
-  const bridgeSeconds = main.seconds;
-  const copySeconds = median.seconds;
+  const median = [...pairs].sort((a, b) => a.ratio - b.ratio)[Math.floor(PAIRS / 2)] as Pair;
 
   const rate = 1000;
   const seconds = ctx.quick ? 8 : 30;
   progress(`sink: publish → visible in the log at ${rate}/s for ${seconds} s…`);
+  // the first drain's bridge again (its consumer group resumes after the drained records)
+  await ctx.bridge(bus, db.pool);
   const confirmed = await ctx.bus({ clientId: 'bench-visible', namespace: bus.topics.namespace, pool: db.pool });
   const lat: number[] = [];
   const pending: Array<Promise<void>> = [];
@@ -236,23 +230,23 @@ export async function benchSink(ctx: BenchContext): Promise<SinkRow> {
   await Promise.all(pending);
   return {
     events: n,
-    bridgePerSec: n / bridgeSeconds,
-    stagedSeconds: main.stagedSeconds,
-    loggedWhenStaged: main.loggedWhenStaged,
-    bridgeSeconds,
-    moveSeconds: main.moveSeconds,
-    upkeepSeconds: main.upkeepSeconds,
-    copyPerSec: n / copySeconds,
-    pairs: drains.map((d, k) => ({
-      bridgePerSec: n / d.seconds,
-      copyPerSec: n / (loads[k] as { seconds: number }).seconds,
-      ratio: ratios[k] as number,
-      bridgeCpu: d.cpu,
+    bridgePerSec: n / median.drain.seconds,
+    stagedSeconds: median.drain.stagedSeconds,
+    loggedWhenStaged: median.drain.loggedWhenStaged,
+    bridgeSeconds: median.drain.seconds,
+    moveSeconds: median.drain.moveSeconds,
+    upkeepSeconds: median.drain.upkeepSeconds,
+    copyPerSec: n / median.load.seconds,
+    pairs: pairs.map((p) => ({
+      bridgePerSec: n / p.drain.seconds,
+      copyPerSec: n / p.load.seconds,
+      ratio: p.ratio,
+      bridgeCpu: p.drain.cpu,
     })),
     copyMethod,
-    ratio: ratios[middle] as number,
-    bridgeCpu: main.cpu,
-    copyCpu: median.cpu,
+    ratio: median.ratio,
+    bridgeCpu: median.drain.cpu,
+    copyCpu: median.load.cpu,
     visible: { ...summarize(lat), rate, seconds },
   };
 }
