@@ -2,13 +2,17 @@ import net from 'node:net';
 import tls from 'node:tls';
 import type { ISocketFactory, KafkaConfig } from 'kafkajs';
 import { kafkaSecurity, type SegurancaKafka } from './connection-security';
+import { patchKafkajsEncoder } from './kafkajs-encoder';
 
 /**
  * How every Feromônios Kafka client connects (the SDK, the bridge, the CLI): the TLS/SASL of
  * `seguranca` (`kafkaSecurity`) and sockets that hand kafkajs whole responses
  * (`kafkaSocketFactory`). Spread it into `new Kafka({...})`; a new client gets both by using it.
+ * The first call also patches kafkajs's encoder to allocate less, same bytes (`patchKafkajsEncoder`,
+ * ADR 0022).
  */
 export function kafkaConnection(s: SegurancaKafka | undefined): Pick<KafkaConfig, 'ssl' | 'sasl' | 'socketFactory'> {
+  patchKafkajsEncoder();
   return { ...kafkaSecurity(s), socketFactory: kafkaSocketFactory() };
 }
 
