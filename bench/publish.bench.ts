@@ -3,6 +3,7 @@ import { Kafka, logLevel, type Message } from 'kafkajs';
 import type { PublicarEventoDto } from '../sdk';
 import { buildHeaders, encodeValue } from '../sdk/wire';
 import { SAMPLE_PAYLOADS } from '../sdk/testing';
+import { patchKafkajsEncoder, restoreKafkajsEncoder } from '../sdk/service';
 import { progress, type BenchContext } from './context';
 import {
   kafkajsBatched,
@@ -24,6 +25,8 @@ export interface PublishRow {
   sdk: Measured;
   /** The references, in the order of `REFERENCES`; `ratio` = SDK events/s ÷ the reference's. */
   refs: Array<Measured & { name: string; ratio: number }>;
+  /** The SDK with kafkajs's encoder as released (ADR 0022); `ratio` = what the patch buys. */
+  released: Measured & { ratio: number };
 }
 
 interface Run {
@@ -38,7 +41,9 @@ const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floo
  * with the same guarantees (idempotent, acks=all, one in-flight request) sending the same bytes
  * (wire-format value, CloudEvents headers, key) to the same topic: kafkajs `send()` per call,
  * kafkajs batched by hand, and `@platformatic/kafka` 1.x (bench/reference-clients.ts). Rounds
- * alternate the clients; each figure is the median round.
+ * alternate the clients; each figure is the median round. The kafkajs references run on kafkajs's
+ * encoder as released, as a user's own code would; the SDK runs with the patch every Feromônios
+ * client applies (ADR 0022), and once more without it, to show what the patch buys.
  */
 export async function benchPublish(ctx: BenchContext): Promise<PublishRow[]> {
   const bus = await ctx.bus({ clientId: 'bench-sdk' });
@@ -100,16 +105,22 @@ export async function benchPublish(ctx: BenchContext): Promise<PublishRow[]> {
   const rows: PublishRow[] = [];
   for (const m of modes) {
     const sdkRuns: Run[] = [];
+    const releasedRuns: Run[] = [];
     const refRuns: Run[][] = refs.map(() => []);
     for (let round = 0; round < rounds; round++) {
+      restoreKafkajsEncoder(); // the references, and the SDK's second run, on kafkajs as released
       for (const [i, r] of refs.entries()) {
         progress(`publish ${m.mode}: round ${round + 1}/${rounds} ${r.name}…`);
         refRuns[i]?.push(await m.ref(r));
       }
+      progress(`publish ${m.mode}: round ${round + 1}/${rounds} SDK, kafkajs's encoder as released…`);
+      releasedRuns.push(await m.sdk());
+      patchKafkajsEncoder();
       progress(`publish ${m.mode}: round ${round + 1}/${rounds} SDK…`);
       sdkRuns.push(await m.sdk());
     }
     const sdk = measured(sdkRuns);
+    const released = measured(releasedRuns);
     rows.push({
       mode: m.mode,
       sdk,
@@ -117,6 +128,7 @@ export async function benchPublish(ctx: BenchContext): Promise<PublishRow[]> {
         const x = measured(refRuns[i] ?? []);
         return { name: r.name, ...x, ratio: sdk.perSec / x.perSec };
       }),
+      released: { ...released, ratio: sdk.perSec / released.perSec },
     });
     progress(
       `publish ${m.mode}: SDK ${Math.round(sdk.perSec)}/s; ${rows
