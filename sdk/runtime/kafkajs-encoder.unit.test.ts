@@ -176,7 +176,10 @@ describe('kafkajs encoder, patched to allocate less', () => {
     const e = new patched.Encoder() as unknown as { buf: Buffer; writeVarIntString(s: string): unknown };
     expect(e.buf.length).toBe(0);
     e.writeVarIntString('ce_id');
-    expect(e.buf.length).toBe(8); // the next power of two above the 6 bytes written
+    expect(e.buf.length).toBe(128); // its first buffer: a header fits
+    const big = new patched.Encoder() as unknown as { buf: Buffer; writeBytes(b: Buffer): unknown };
+    big.writeBytes(Buffer.alloc(300));
+    expect(big.buf.length).toBe(512); // a first write larger than that: the next power of two
     expect(e.buf.buffer.byteLength).toBeGreaterThan(e.buf.length); // a slice of Node's shared pool
   });
 
