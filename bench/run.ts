@@ -1,7 +1,7 @@
 /**
  * `npm run bench` (full) / `npm run bench -- --quick` (under 3 minutes): every benchmark of
  * BENCHMARKS.md against the real services, side by side with its reference in the same run.
- * `--only=publish,live,sink,replay,audit,archive` runs a subset; `--10m` adds the 10M-row point (audit
+ * `--only=publish,consume,live,sink,replay,audit,archive` runs a subset; `--10m` adds the 10M-row point (audit
  * API and `replayStream` on one log of 10,000,000 rows: about 15 more minutes, ~6 GB of disk). Progress on stderr, the table on
  * stdout, and BENCHMARKS.md rewritten with the machine, versions and exact command.
  */
@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { benchArchive } from './archive.bench';
 import { benchAuditApi } from './audit-api.bench';
+import { benchConsume } from './consume.bench';
 import { benchLarge } from './large.bench';
 import { createContext, progress } from './context';
 import { benchLiveLatency } from './live-latency.bench';
@@ -37,6 +38,7 @@ async function main(): Promise<void> {
   };
   try {
     if (want('publish')) results.publish = await benchPublish(ctx);
+    if (want('consume')) results.consume = await benchConsume(ctx);
     if (want('live')) results.live = await benchLiveLatency(ctx);
     if (want('sink')) results.sink = await benchSink(ctx);
     if (want('replay')) results.replay = await benchReplay(ctx);

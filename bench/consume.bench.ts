@@ -1,0 +1,189 @@
+import { Consumer } from '@platformatic/kafka';
+import { Kafka, logLevel, type Consumer as KafkaJsConsumer } from 'kafkajs';
+import { defaultOpcoesEventBus, type PublicarEventoDto } from '../sdk';
+import { SAMPLE_PAYLOADS } from '../sdk/testing';
+import { progress, type BenchContext } from './context';
+import { now } from './stats';
+
+export interface ConsumeClient {
+  name: string;
+  /** Events/s of the median round: the backlog's events ÷ the time from the first handled to the last. */
+  perSec: number;
+  /** SDK events/s ÷ this client's (1 for the SDK). */
+  ratio: number;
+  /** Fewest events handled in a round, out of the backlog (each round must handle all of them). */
+  handled: number;
+}
+
+export interface ConsumeRow {
+  events: number;
+  partitions: number;
+  rounds: number;
+  sdk: ConsumeClient;
+  refs: ConsumeClient[];
+}
+
+/** One client reading the whole backlog once, in a consumer group of its own. */
+interface Reader {
+  name: string;
+  /** Starts reading; `handled()` is called after each event is handled. Resolves to a stop function. */
+  start(group: string, handled: () => void): Promise<() => Promise<void>>;
+}
+
+const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
+
+/** The payload of a wire-format value (magic byte, 4-byte schema id, JSON): what every reference parses. */
+const parsePayload = (value: Buffer | null | undefined): unknown =>
+  value ? JSON.parse(value.toString('utf8', 5)) : undefined;
+
+/**
+ * A backlog already in the topic (`demanda.categorizada`, 3 partitions, written by the SDK),
+ * read from the beginning by `inscrever` and by three references with the same guarantees —
+ * at-least-once, offsets committed only after the events before them were handled, the
+ * partitions read in parallel — each in a consumer group of its own: kafkajs `eachMessage`
+ * (what most code writes), kafkajs `eachBatch` (the strongest plain kafkajs: a fetch handled in
+ * one loop, one heartbeat and one commit per fetch) and `@platformatic/kafka` 1.x (its stream,
+ * committing by hand every 500 events of a partition). Every reference parses each payload; the
+ * SDK decodes, checks the headers, validates against the schema, de-duplicates, and runs the
+ * handler protected (timeout, retries, DLQ). Rounds alternate the clients; each figure is the
+ * median round, timed from the first event handled to the last (the group's join is not
+ * counted).
+ */
+export async function benchConsume(ctx: BenchContext): Promise<ConsumeRow> {
+  const events = ctx.quick ? 20_000 : 100_000;
+  const rounds = ctx.quick ? 1 : 3;
+  const seed = await ctx.bus({ clientId: 'bench-consume-seed' });
+  const namespace = seed.topics.namespace;
+  const topic = seed.topics.evento('demanda.categorizada');
+  const partitions = seed.options.topics.partitions;
+  const dto = (): PublicarEventoDto => ({
+    tipo: 'demanda.categorizada',
+    origem: 'D-3',
+    payload: { ...SAMPLE_PAYLOADS['demanda.categorizada'] },
+  });
+  for (let sent = 0; sent < events; sent += 500) {
+    await seed.publicarLote(Array.from({ length: Math.min(500, events - sent) }, dto));
+    if ((sent / 500) % 40 === 0) progress(`consume: backlog ${sent}/${events} published…`);
+  }
+  await seed.encerrar();
+
+  const kafka = new Kafka({ clientId: 'bench-consume-raw', brokers: ctx.brokers, logLevel: logLevel.NOTHING });
+  const kafkajsReader = (name: string, run: (c: KafkaJsConsumer, handled: () => void) => Promise<void>): Reader => ({
+    name,
+    async start(group, handled) {
+      const c = kafka.consumer({ groupId: group });
+      await c.connect();
+      await c.subscribe({ topics: [topic], fromBeginning: true });
+      await run(c, handled);
+      return () => c.disconnect();
+    },
+  });
+  const refs: Reader[] = [
+    kafkajsReader('kafkajs `eachMessage`', (c, handled) =>
+      c.run({
+        partitionsConsumedConcurrently: partitions,
+        eachMessage: ({ message }) => {
+          parsePayload(message.value);
+          handled();
+          return Promise.resolve();
+        },
+      }),
+    ),
+    kafkajsReader('kafkajs `eachBatch`', (c, handled) =>
+      c.run({
+        partitionsConsumedConcurrently: partitions,
+        eachBatch: async (p) => {
+          for (const message of p.batch.messages) {
+            if (!p.isRunning() || p.isStale()) return;
+            parsePayload(message.value);
+            handled();
+          }
+          const last = p.batch.messages.at(-1);
+          if (last) p.resolveOffset(last.offset);
+          await p.heartbeat();
+          await p.commitOffsetsIfNecessary();
+        },
+      }),
+    ),
+    {
+      name: '`@platformatic/kafka` 1.x stream',
+      async start(group, handled) {
+        const consumer = new Consumer({
+          groupId: group,
+          clientId: 'bench-consume-platformatic',
+          bootstrapBrokers: ctx.brokers,
+        });
+        const stream = await consumer.consume({
+          topics: [topic],
+          mode: 'committed',
+          fallbackMode: 'earliest',
+          autocommit: false,
+        });
+        const perPartition = new Map<number, number>();
+        stream.on('data', (message) => {
+          parsePayload(message.value);
+          handled();
+          const n = (perPartition.get(message.partition) ?? 0) + 1;
+          perPartition.set(message.partition, n);
+          if (n % 500 === 0) void message.commit(); // the offset after it, for its partition
+        });
+        return async () => {
+          await stream.close();
+          await consumer.close();
+        };
+      },
+    },
+  ];
+  const sdk: Reader = {
+    name: 'SDK `inscrever`',
+    async start(group, handled) {
+      const bus = await ctx.bus({
+        namespace,
+        clientId: 'bench-consume-sdk',
+        consumo: { ...defaultOpcoesEventBus.consumo, desdeOInicio: true, particoesEmParalelo: partitions },
+      });
+      bus.inscrever('demanda.categorizada', group, () => handled());
+      await bus.inscricoesProntas();
+      return () => bus.encerrar();
+    },
+  };
+
+  const runs = new Map<Reader, Array<{ perSec: number; handled: number }>>();
+  let groups = 0;
+  const once = async (reader: Reader, round: number): Promise<void> => {
+    progress(`consume: round ${round + 1}/${rounds} ${reader.name}…`);
+    let count = 0;
+    let first = 0;
+    let last = 0;
+    // a colony code for the SDK, a group id for the references: a group of its own every time
+    const group = `BENCHC${groups++}`;
+    const stop = await reader.start(reader === sdk ? group : `${namespace}.${group}`, () => {
+      const t = now();
+      if (count++ === 0) first = t;
+      last = t;
+    });
+    const deadline = Date.now() + 180_000;
+    while (count < events && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    await stop();
+    const perSec = count >= events ? (events - 1) / ((last - first) / 1000) : NaN;
+    runs.set(reader, [...(runs.get(reader) ?? []), { perSec, handled: count }]);
+    progress(`consume: ${reader.name} ${Number.isFinite(perSec) ? Math.round(perSec) : '—'}/s (${count} handled)`);
+  };
+  for (let round = 0; round < rounds; round++) for (const r of [...refs, sdk]) await once(r, round);
+
+  const client = (r: Reader): Omit<ConsumeClient, 'ratio'> => {
+    const xs = runs.get(r) ?? [];
+    return { name: r.name, perSec: median(xs.map((x) => x.perSec)), handled: Math.min(...xs.map((x) => x.handled)) };
+  };
+  const s = client(sdk);
+  return {
+    events,
+    partitions,
+    rounds,
+    sdk: { ...s, ratio: 1 },
+    refs: refs.map((r) => {
+      const x = client(r);
+      return { ...x, ratio: s.perSec / x.perSec };
+    }),
+  };
+}
