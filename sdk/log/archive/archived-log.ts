@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import { FeromoniosError } from '../../errors';
+import { setNewest } from '../../runtime/bounded-map';
 import { abrirDestino, opcoesS3DoAmbiente, type DestinoArquivo, type OpcoesS3 } from './destination';
 import { gruposDoParquet, lerParquet, sha256, type GrupoDeLinhas, type LinhaDoLog } from './parquet-file';
 
@@ -98,9 +99,8 @@ class Lru<V> {
       return hit;
     }
     const p = load();
-    this.m.set(k, p);
+    setNewest(this.m, k, p, this.max);
     p.catch(() => this.m.delete(k));
-    while (this.m.size > this.max) this.m.delete(this.m.keys().next().value as string);
     return p;
   }
 }
