@@ -556,10 +556,16 @@ export class ColonySubscriber {
           try {
             await comContextoCausal(this.causa(evento, span, message), () =>
               withActiveSpan(span, () =>
-                withHandlerTimeout(h.nome, h.opcoes.timeoutMs, this.abort.signal, (signal) =>
+                withHandlerTimeout(h.nome, h.opcoes.timeoutMs, this.abort.signal, (t) =>
                   h.manipulador(
                     { ...evento, payload: structuredClone(evento.payload) },
-                    { tentativa: 1, signal, transacao },
+                    {
+                      tentativa: 1,
+                      get signal() {
+                        return t.signal;
+                      },
+                      transacao,
+                    },
                   ),
                 ),
               ),
@@ -788,13 +794,20 @@ export class ColonySubscriber {
     tentativa: number,
     reprocessamento: ContextoEntrega['reprocessamento'],
   ): Promise<boolean> {
-    return withHandlerTimeout(h.nome, h.opcoes.timeoutMs, this.abort.signal, (signal) => {
+    return withHandlerTimeout(h.nome, h.opcoes.timeoutMs, this.abort.signal, (t) => {
       const call = (transacao?: PoolClient): Promise<void> =>
         Promise.resolve()
           .then(() =>
             h.manipulador(
               { ...evento, payload: structuredClone(evento.payload) },
-              { tentativa, signal, transacao, reprocessamento },
+              {
+                tentativa,
+                get signal() {
+                  return t.signal;
+                },
+                transacao,
+                reprocessamento,
+              },
             ),
           )
           .then(() => undefined);

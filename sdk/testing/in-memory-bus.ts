@@ -340,8 +340,16 @@ export class InMemoryEventBus implements Barramento {
     // as on the real bus: what the handler publishes is caused by this event
     const causa = { event_id: evento.event_id, correlacao_id: evento.correlacao_id, tenant_id: evento.tenant_id };
     await comContextoCausal(causa, () =>
-      withHandlerTimeout(h.nome, h.opcoes.timeoutMs, this.abort.signal, (signal) =>
-        h.manipulador({ ...evento, payload: structuredClone(evento.payload) }, { tentativa, signal }),
+      withHandlerTimeout(h.nome, h.opcoes.timeoutMs, this.abort.signal, (t) =>
+        h.manipulador(
+          { ...evento, payload: structuredClone(evento.payload) },
+          {
+            tentativa,
+            get signal() {
+              return t.signal;
+            },
+          },
+        ),
       ),
     );
   }
