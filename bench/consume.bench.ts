@@ -2,6 +2,7 @@ import { Consumer } from '@platformatic/kafka';
 import { Kafka, logLevel, type Consumer as KafkaJsConsumer } from 'kafkajs';
 import { defaultOpcoesEventBus, type PublicarEventoDto } from '../sdk';
 import { SAMPLE_PAYLOADS } from '../sdk/testing';
+import { patchKafkajsRecordDecoder, restoreKafkajsRecordDecoder } from '../sdk/service';
 import { progress, type BenchContext } from './context';
 import { now } from './stats';
 
@@ -20,12 +21,16 @@ export interface ConsumeRow {
   partitions: number;
   rounds: number;
   sdk: ConsumeClient;
+  /** The SDK on kafkajs's record decoder as released (ADR 0023); `ratio` = what the replacement buys. */
+  released: ConsumeClient;
   refs: ConsumeClient[];
 }
 
 /** One client reading the whole backlog once, in a consumer group of its own. */
 interface Reader {
   name: string;
+  /** Runs on the SDK's record decoder (ADR 0023), or on kafkajs's as released. */
+  patched: boolean;
   /** Starts reading; `handled()` is called after each event is handled. Resolves to a stop function. */
   start(group: string, handled: () => void): Promise<() => Promise<void>>;
 }
@@ -45,9 +50,10 @@ const parsePayload = (value: Buffer | null | undefined): unknown =>
  * one loop, one heartbeat and one commit per fetch) and `@platformatic/kafka` 1.x (its stream,
  * committing by hand every 500 events of a partition). Every reference parses each payload; the
  * SDK decodes, checks the headers, validates against the schema, de-duplicates, and runs the
- * handler protected (timeout, retries, DLQ). Rounds alternate the clients; each figure is the
- * median round, timed from the first event handled to the last (the group's join is not
- * counted).
+ * handler protected (timeout, retries, DLQ). The references run on kafkajs's record decoder as
+ * released, the SDK on the replacement every Feromônios client installs (ADR 0023), and once
+ * more without it. Rounds alternate the clients; each figure is the median round, timed from
+ * the first event handled to the last (the group's join is not counted).
  */
 export async function benchConsume(ctx: BenchContext): Promise<ConsumeRow> {
   const events = ctx.quick ? 20_000 : 100_000;
@@ -70,6 +76,7 @@ export async function benchConsume(ctx: BenchContext): Promise<ConsumeRow> {
   const kafka = new Kafka({ clientId: 'bench-consume-raw', brokers: ctx.brokers, logLevel: logLevel.NOTHING });
   const kafkajsReader = (name: string, run: (c: KafkaJsConsumer, handled: () => void) => Promise<void>): Reader => ({
     name,
+    patched: false,
     async start(group, handled) {
       const c = kafka.consumer({ groupId: group });
       await c.connect();
@@ -107,6 +114,7 @@ export async function benchConsume(ctx: BenchContext): Promise<ConsumeRow> {
     ),
     {
       name: '`@platformatic/kafka` 1.x stream',
+      patched: false,
       async start(group, handled) {
         const consumer = new Consumer({
           groupId: group,
@@ -134,8 +142,9 @@ export async function benchConsume(ctx: BenchContext): Promise<ConsumeRow> {
       },
     },
   ];
-  const sdk: Reader = {
-    name: 'SDK `inscrever`',
+  const sdkReader = (name: string, patched: boolean): Reader => ({
+    name,
+    patched,
     async start(group, handled) {
       const bus = await ctx.bus({
         namespace,
@@ -146,7 +155,9 @@ export async function benchConsume(ctx: BenchContext): Promise<ConsumeRow> {
       await bus.inscricoesProntas();
       return () => bus.encerrar();
     },
-  };
+  });
+  const sdk = sdkReader('SDK `inscrever`', true);
+  const released = sdkReader("SDK, kafkajs's record decoder as released", false);
 
   const runs = new Map<Reader, Array<{ perSec: number; handled: number }>>();
   let groups = 0;
@@ -157,7 +168,10 @@ export async function benchConsume(ctx: BenchContext): Promise<ConsumeRow> {
     let last = 0;
     // a colony code for the SDK, a group id for the references: a group of its own every time
     const group = `BENCHC${groups++}`;
-    const stop = await reader.start(reader === sdk ? group : `${namespace}.${group}`, () => {
+    if (reader.patched) patchKafkajsRecordDecoder();
+    else restoreKafkajsRecordDecoder();
+    const isSdk = reader === sdk || reader === released;
+    const stop = await reader.start(isSdk ? group : `${namespace}.${group}`, () => {
       const t = now();
       if (count++ === 0) first = t;
       last = t;
@@ -169,7 +183,8 @@ export async function benchConsume(ctx: BenchContext): Promise<ConsumeRow> {
     runs.set(reader, [...(runs.get(reader) ?? []), { perSec, handled: count }]);
     progress(`consume: ${reader.name} ${Number.isFinite(perSec) ? Math.round(perSec) : '—'}/s (${count} handled)`);
   };
-  for (let round = 0; round < rounds; round++) for (const r of [...refs, sdk]) await once(r, round);
+  for (let round = 0; round < rounds; round++) for (const r of [...refs, released, sdk]) await once(r, round);
+  patchKafkajsRecordDecoder();
 
   const client = (r: Reader): Omit<ConsumeClient, 'ratio'> => {
     const xs = runs.get(r) ?? [];
@@ -181,6 +196,7 @@ export async function benchConsume(ctx: BenchContext): Promise<ConsumeRow> {
     partitions,
     rounds,
     sdk: { ...s, ratio: 1 },
+    released: { ...client(released), ratio: s.perSec / client(released).perSec },
     refs: refs.map((r) => {
       const x = client(r);
       return { ...x, ratio: s.perSec / x.perSec };

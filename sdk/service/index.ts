@@ -10,6 +10,7 @@ export { onShutdown, runMain } from './process';
 export { jsonLogger, silentLogger, type LogFields, type LogLevel, type Logger } from '../runtime/logger';
 export { kafkaLogs } from '../runtime/kafka-logs';
 export { patchKafkajsEncoder, restoreKafkajsEncoder } from '../runtime/kafkajs-encoder';
+export { patchKafkajsRecordDecoder, restoreKafkajsRecordDecoder } from '../runtime/kafkajs-decoder';
 export { SessionProducer } from '../runtime/producer';
 export { backoffDelay, sleep, type Backoff } from '../runtime/retry';
 export { setNewest } from '../runtime/bounded-map';
