@@ -91,7 +91,7 @@ export interface OpcoesBridge {
   causalHoldMs?: number;
   /** A partition with unstaged records and no progress this long is not waited for by the sequencer, in milliseconds. Default 30 s. */
   orderMaxIdleMs?: number;
-  /** Longest wait of a producer's event for an earlier counter of its session, in milliseconds. Default 2 s. */
+  /** Longest wait of a producer's event for an earlier counter of its session still in flight when it was sent (above its settled mark), in milliseconds. Default 30 s. */
   orderGapMs?: number;
   /**
    * Largest step back in record timestamps within one partition allowed for when the sequencer
@@ -218,7 +218,7 @@ export class Bridge {
       topicPrefix: o.topics.prefixoEventos,
       causalHoldMs: o.causalHoldMs ?? 30_000,
       maxIdleMs: o.orderMaxIdleMs ?? 30_000,
-      orderGapMs: o.orderGapMs ?? 2_000,
+      orderGapMs: o.orderGapMs ?? 30_000,
       orderSkewMs: o.orderSkewMs ?? 2_000,
       vacuumEveryRows: o.stagingVacuumRows ?? 20_000,
       roundLimit: 50_000,
@@ -844,6 +844,7 @@ export class Bridge {
             publicado_em: publishTimeOf(message.timestamp, receivedAt),
             ordem_sessao: order?.sessao ?? null,
             ordem_contador: order?.contador ?? null,
+            ordem_firme: order?.firme ?? null,
           },
         });
       } catch (err) {

@@ -26,6 +26,11 @@ export interface StagedRef {
   ordem_sessao: string | null;
   /** Its place in that session's publish order. */
   ordem_contador: number | null;
+  /**
+   * The session's settled mark when it was sent: every counter below it was acknowledged or
+   * given up by the producer, so a gap below it never fills (`null`/absent: unknown).
+   */
+  ordem_firme?: number | null;
   kafka_topic: string;
   kafka_partition: number;
   kafka_offset: string;
@@ -41,13 +46,16 @@ export interface RoundContext {
   /** Longest hold of an event whose cause is missing, in milliseconds. */
   holdMs: number;
   /**
-   * Rule 2 across rounds: the last counter written per producer session, and how long an event
+   * Rule 2 across rounds: the last counter written per producer session, the highest settled
+   * mark staged per session (earlier rounds; this round's rows count too), and how long an event
    * waits for a missing predecessor. A session's events after a gap in its counters (the
    * predecessor not staged yet — the records of one send reach the broker's partitions one
-   * after another, so a round can take some and not the others) are held until the gap fills or
-   * the first of them has waited `esperaMs` (a publish that never arrived: its send failed).
+   * after another, so a round can take some and not the others; a send written for some
+   * partitions is sent again for the rest) are held until the gap fills, the whole gap is below
+   * the session's settled mark (its producer acknowledged or gave up those counters: they never
+   * come), or the first of them has waited `esperaMs`.
    */
-  sessoes?: { ultimo: ReadonlyMap<string, number>; esperaMs: number };
+  sessoes?: { ultimo: ReadonlyMap<string, number>; firme?: ReadonlyMap<string, number>; esperaMs: number };
 }
 
 export interface HeldEvent {
@@ -150,6 +158,11 @@ export function orderRound(rows: readonly StagedRef[], ctx: RoundContext): Round
       list.push(i);
       bySession.set(r.ordem_sessao, list);
     });
+    // the highest settled mark per session in this round, held rows' included (a producer's claim)
+    const marks = new Map<string, number>();
+    for (const r of sorted)
+      if (r.ordem_sessao !== null && r.ordem_firme)
+        marks.set(r.ordem_sessao, Math.max(marks.get(r.ordem_sessao) ?? 0, r.ordem_firme));
     const newlyHeld: number[] = [];
     for (const [sessao, list] of bySession) {
       const last = ctx.sessoes.ultimo.get(sessao);
@@ -157,13 +170,19 @@ export function orderRound(rows: readonly StagedRef[], ctx: RoundContext): Round
       list.sort(
         (a, b) => ((sorted[a] as StagedRef).ordem_contador ?? 0) - ((sorted[b] as StagedRef).ordem_contador ?? 0),
       );
+      const settled = Math.max(ctx.sessoes.firme?.get(sessao) ?? 0, marks.get(sessao) ?? 0);
       let expected = last + 1;
       let gapAt = -1;
       for (let k = 0; k < list.length; k++) {
         const c = (sorted[list[k] as number] as StagedRef).ordem_contador as number;
         if (c < expected) continue; // an older or repeated counter: nothing missing before it
-        if (c === expected || ctx.now - (sorted[list[k] as number] as StagedRef).recebido_em >= ctx.sessoes.esperaMs) {
-          // next in line, or the gap before it waited long enough (a send that failed: never coming)
+        if (
+          c === expected ||
+          c <= settled ||
+          ctx.now - (sorted[list[k] as number] as StagedRef).recebido_em >= ctx.sessoes.esperaMs
+        ) {
+          // next in line, or every counter missing before it settled by its producer (a send
+          // that failed and was given up), or the gap waited long enough (unknown: never coming)
           expected = c + 1;
           continue;
         }

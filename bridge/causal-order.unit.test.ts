@@ -71,16 +71,68 @@ describe('orderRound across rounds: gaps in a session', () => {
     expect(r.write).toHaveLength(3);
   });
 
-  it('property: nothing of a session is written past a recent gap after its last written counter', () => {
+  it('writes at once past a gap below the settled mark (its producer acknowledged or gave up those counters)', () => {
+    // counters 5 and 6 failed and were given up; 7 says so (mark 7), staged a moment ago
+    const c7 = ref({ ordem_sessao: 's', ordem_contador: 7, ordem_firme: 7 });
+    const c8 = ref({ ordem_sessao: 's', ordem_contador: 8, ordem_firme: 7 });
+    const r = orderRound([c8, c7], { inLog: new Set(), now: NOW, holdMs: HOLD, sessoes: sess({ s: 4 }) });
+    expect(ids(r.write)).toEqual([c7.event_id, c8.event_id]);
+    // a mark staged in an earlier round counts as well
+    const c9 = ref({ ordem_sessao: 't', ordem_contador: 9, ordem_firme: 3 });
+    const marked = orderRound([c9], {
+      inLog: new Set(),
+      now: NOW,
+      holdMs: HOLD,
+      sessoes: { ...sess({ t: 4 }), firme: new Map([['t', 9]]) },
+    });
+    expect(ids(marked.write)).toEqual([c9.event_id]);
+  });
+
+  it('holds past a gap at or above the settled mark: those counters were still in flight (an outbox pass written for some partitions)', () => {
+    // a pass sent counters 5..8 at once (mark 5); only 7 and 8 were written; 5 and 6 come with the next pass
+    const c7 = ref({ ordem_sessao: 's', ordem_contador: 7, ordem_firme: 5 });
+    const c8 = ref({ ordem_sessao: 's', ordem_contador: 8, ordem_firme: 5 });
+    // an event planned later, with 5 still open: mark 5 again
+    const c9 = ref({ ordem_sessao: 's', ordem_contador: 9, ordem_firme: 5 });
+    const ctx = { inLog: new Set<string>(), now: NOW, holdMs: HOLD, sessoes: sess({ s: 4 }) };
+    const r = orderRound([c7, c8, c9], ctx);
+    expect(r.write).toEqual([]);
+    expect(r.held.map((h) => h.cause)).toEqual(['s:5', 's:5', 's:5']);
+    // the gap partly settled (mark 6: 5 given up, 6 open) still holds
+    const c10 = ref({ ordem_sessao: 's', ordem_contador: 10, ordem_firme: 6 });
+    expect(orderRound([c7, c8, c9, c10], ctx).write).toEqual([]);
+  });
+
+  it('property: nothing of a session is written past a recent gap after its last written counter, unless its producer settled the gap', () => {
     fc.assert(
       fc.property(
-        fc.array(fc.record({ c: fc.integer({ min: 1, max: 30 }), age: fc.integer({ min: 0, max: 3 * GAP }) }), {
-          maxLength: 25,
-        }),
+        fc.array(
+          fc.record({
+            c: fc.integer({ min: 1, max: 30 }),
+            age: fc.integer({ min: 0, max: 3 * GAP }),
+            mark: fc.option(fc.integer({ min: 1, max: 30 })),
+          }),
+          { maxLength: 25 },
+        ),
         fc.integer({ min: 0, max: 10 }),
-        (evs, last) => {
-          const rows = evs.map((e) => ref({ ordem_sessao: 's', ordem_contador: e.c, recebido_em: NOW - e.age }));
-          const r = orderRound(rows, { inLog: new Set(), now: NOW, holdMs: HOLD, sessoes: sess({ s: last }) });
+        fc.option(fc.integer({ min: 1, max: 30 })),
+        (evs, last, earlierMark) => {
+          const rows = evs.map((e) =>
+            ref({
+              ordem_sessao: 's',
+              ordem_contador: e.c,
+              ordem_firme: e.mark === null ? null : Math.min(e.mark, e.c),
+              recebido_em: NOW - e.age,
+            }),
+          );
+          const firme = earlierMark === null ? undefined : new Map([['s', earlierMark]]);
+          const settled = Math.max(earlierMark ?? 0, ...rows.map((x) => x.ordem_firme ?? 0));
+          const r = orderRound(rows, {
+            inLog: new Set(),
+            now: NOW,
+            holdMs: HOLD,
+            sessoes: { ...sess({ s: last }), firme },
+          });
           expect(r.write.length + r.held.length).toBe(rows.length);
           // written counters above `last`: contiguous from last + 1, unless the gap waited long enough
           const present = new Set(rows.map((x) => x.ordem_contador));
@@ -88,7 +140,7 @@ describe('orderRound across rounds: gaps in a session', () => {
           for (const w of r.write) {
             const c = w.ordem_contador as number;
             for (let k = last + 1; k < c; k++) {
-              if (present.has(k)) continue;
+              if (present.has(k) || k < settled) continue;
               const firstAfter = rows
                 .filter((x) => (x.ordem_contador as number) > k)
                 .sort((a, b) => (a.ordem_contador as number) - (b.ordem_contador as number))[0]!;
@@ -96,6 +148,16 @@ describe('orderRound across rounds: gaps in a session', () => {
             }
           }
           expect(unwaited).toEqual([]);
+          // and a gap wholly below the mark never holds what follows it
+          const held = new Set(r.held.map((h) => h.row.event_id));
+          const counters = [...present].sort((a, b) => (a as number) - (b as number)) as number[];
+          let expected = last + 1;
+          for (const c of counters) {
+            if (c < expected) continue;
+            if (c !== expected && c > settled) break;
+            for (const x of rows.filter((y) => y.ordem_contador === c)) expect(held.has(x.event_id)).toBe(false);
+            expected = c + 1;
+          }
         },
       ),
     );

@@ -85,9 +85,9 @@ export const bridgeEnv = {
   BRIDGE_ORDER_GAP_MS: env.int({
     min: 0,
     max: 600_000,
-    default: 2_000,
+    default: 30_000,
     unit: 'milliseconds',
-    doc: "Longest wait of a producer's event for an earlier one of the same send not staged yet (publish order across rounds; docs/ordering.md).",
+    doc: "Longest wait of a producer's event for an earlier counter of its session still in flight when it was sent (above the settled mark: a send split by a round, an outbox pass sent again for some partitions); gaps the producer settled are skipped at once (docs/ordering.md).",
   }),
   BRIDGE_ORDER_SKEW_MS: env.int({
     min: 0,

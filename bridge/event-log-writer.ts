@@ -27,6 +27,8 @@ export interface StagedRow extends LogRow {
   publicado_em: string;
   ordem_sessao: string | null;
   ordem_contador: number | null;
+  /** `feromonios_ordem`'s settled mark (every counter of the session below it settled), if any. */
+  ordem_firme: number | null;
 }
 
 /** NOTIFY channel a staging commit signals on: the sequencer (any instance) wakes up. */
@@ -60,6 +62,7 @@ const STAGING_COLUMNS = [
   'publicado_em',
   'ordem_sessao',
   'ordem_contador',
+  'ordem_firme',
 ] as const;
 
 /**
@@ -109,24 +112,40 @@ const stagingValues = (r: StagedRow): CopyValue[] => [
   r.publicado_em,
   r.ordem_sessao,
   r.ordem_contador,
+  r.ordem_firme,
 ];
 
-/** The slow path of `stageEvents`: one INSERT that skips events already staged. */
+/**
+ * The slow path of `stageEvents`: one INSERT that skips events already staged — keeping, of a
+ * copy sent again by the same producer session, its higher settled mark (`ordem_firme`: the
+ * retry of an outbox pass says the gaps its first attempt left are settled, docs/ordering.md).
+ */
 async function insertStaging(pool: pg.Pool, rows: StagedRow[]): Promise<{ staged: string[]; duplicates: string[] }> {
-  const values = rows.map(stagingValues);
+  // one row per event (an ON CONFLICT DO UPDATE cannot touch a row twice): the first copy, with
+  // the highest mark of the copies of its session
+  const first = new Map<string, StagedRow>();
+  for (const r of rows) {
+    const kept = first.get(r.event_id);
+    if (!kept) first.set(r.event_id, r);
+    else if (kept.ordem_sessao === r.ordem_sessao && (r.ordem_firme ?? 0) > (kept.ordem_firme ?? 0))
+      first.set(r.event_id, { ...kept, ordem_firme: r.ordem_firme });
+  }
+  const values = [...first.values()].map(stagingValues);
   return withTransaction(pool, async (client) => {
-    const res = await client.query<{ event_id: string }>(
+    const res = await client.query<{ event_id: string; novo: boolean }>(
       `INSERT INTO core.event_staging (${STAGING_COLUMNS.join(', ')})
-       SELECT e, t, v, ts, o, c, ca, te, p, kt, kp, ko, pe, os, oc
+       SELECT e, t, v, ts, o, c, ca, te, p, kt, kp, ko, pe, os, oc, of
          FROM unnest($1::uuid[], $2::text[], $3::text[], $4::timestamptz[], $5::text[], $6::uuid[], $7::uuid[], $8::uuid[],
-                     $9::jsonb[], $10::text[], $11::int[], $12::bigint[], $13::timestamptz[], $14::uuid[], $15::bigint[])
-              AS x(e, t, v, ts, o, c, ca, te, p, kt, kp, ko, pe, os, oc)
-       ON CONFLICT (event_id) DO NOTHING
-       RETURNING event_id::text`,
+                     $9::jsonb[], $10::text[], $11::int[], $12::bigint[], $13::timestamptz[], $14::uuid[], $15::bigint[], $16::bigint[])
+              AS x(e, t, v, ts, o, c, ca, te, p, kt, kp, ko, pe, os, oc, of)
+       ON CONFLICT (event_id) DO UPDATE SET ordem_firme = EXCLUDED.ordem_firme
+        WHERE EXCLUDED.ordem_sessao = core.event_staging.ordem_sessao
+          AND EXCLUDED.ordem_firme > coalesce(core.event_staging.ordem_firme, 0)
+       RETURNING event_id::text, xmax = 0 AS novo`,
       STAGING_COLUMNS.map((_c, i) => values.map((v) => v[i])),
     );
     await client.query(`SELECT pg_notify('${STAGING_CHANNEL}', '')`);
-    const staged = new Set(res.rows.map((r) => r.event_id));
+    const staged = new Set(res.rows.filter((r) => r.novo).map((r) => r.event_id));
     const seen = new Set<string>();
     const duplicates: string[] = [];
     for (const r of rows) {

@@ -32,15 +32,25 @@ const staged = (ns: string, offset: number) => {
     publicado_em: new Date().toISOString(),
     ordem_sessao: null,
     ordem_contador: null,
+    ordem_firme: null,
   };
 };
+
+/** A Kafka admin client for the sequencer, disconnected at cleanup. */
+async function connectedAdmin(): Promise<Admin> {
+  const kafka = new Kafka({ clientId: 'sequencer-test', brokers: serviceEnv().brokers, logLevel: logLevel.NOTHING });
+  const admin = kafka.admin();
+  await admin.connect();
+  registerCleanup(() => admin.disconnect());
+  return admin;
+}
 
 /** A started sequencer of namespace `ns` over `pool` (stopped at cleanup), with `o` over the defaults. */
 function startSequencer(
   pool: TestDatabase['pool'],
   ns: string,
   o: Pick<OpcoesSequencer, 'admin' | 'vacuumEveryRows' | 'batchSize' | 'pollMs'> &
-    Partial<Pick<OpcoesSequencer, 'orderSkewMs' | 'maxIdleMs' | 'roundLimit'>>,
+    Partial<Pick<OpcoesSequencer, 'orderSkewMs' | 'maxIdleMs' | 'roundLimit' | 'orderGapMs'>>,
 ): { sequencer: Sequencer; metrics: BridgeMetrics } {
   const metrics = new BridgeMetrics();
   const sequencer = new Sequencer({
@@ -96,6 +106,75 @@ describe('the sequencer loop', () => {
   });
 });
 
+describe('a producer session’s gaps and its settled mark (feromonios_ordem)', () => {
+  it('a gap still open at its producer (a send written for some partitions, sent again for the rest) holds past the old 2 s; a gap it settled does not hold', async () => {
+    const db = await createTestDatabase();
+    const ns = randomNamespace();
+    const admin = await connectedAdmin();
+    startSequencer(db.pool, ns, {
+      admin: () => admin,
+      vacuumEveryRows: 0,
+      batchSize: 100,
+      pollMs: 20,
+      orderGapMs: 30_000,
+    });
+    const [open, settled] = [randomUUID(), randomUUID()];
+    let offset = 0;
+    const ev = (sessao: string, contador: number, firme: number) => ({
+      ...staged(ns, offset++),
+      ordem_sessao: sessao,
+      ordem_contador: contador,
+      ordem_firme: firme,
+    });
+    const inLog = async () =>
+      (
+        await db.pool.query<{ event_id: string }>('SELECT event_id::text FROM core.event_log ORDER BY sequence_number')
+      ).rows.map((r) => r.event_id);
+    // both sessions' first counters written (a session first seen is never held)
+    const c1 = ev(open, 1, 1);
+    const d1 = ev(settled, 1, 1);
+    await stageEvents(db.pool, [c1, d1]);
+    await waitFor(async () => (await inLog()).length === 2, {
+      timeoutMs: 20_000,
+      message: 'the first counters written',
+    });
+    // `open`: a pass sent 2..5 at once (mark 2); the broker took 4 and 5, refused 2 and 3 for now.
+    // `settled`: 2 and 3 failed and were given up; 4 was sent after (mark 4)
+    const [c4, c5] = [ev(open, 4, 2), ev(open, 5, 2)];
+    const d4 = ev(settled, 4, 4);
+    await stageEvents(db.pool, [c4, c5, d4]);
+    await waitFor(async () => (await inLog()).includes(d4.event_id), {
+      timeoutMs: 20_000,
+      message: 'a gap below the settled mark does not hold what follows it',
+    });
+    await new Promise((r) => setTimeout(r, 4_000)); // twice the old BRIDGE_ORDER_GAP_MS
+    expect((await inLog()).slice(2)).toEqual([d4.event_id]);
+    // the next pass re-sends 2 and 3 with their counters: the batch is written in its order
+    const [c2, c3] = [ev(open, 2, 2), ev(open, 3, 2)];
+    await stageEvents(db.pool, [c3, c2]);
+    await waitFor(async () => (await inLog()).length === 7, {
+      timeoutMs: 20_000,
+      message: 'the send whole in the log',
+    });
+    expect((await inLog()).slice(3)).toEqual([c2.event_id, c3.event_id, c4.event_id, c5.event_id]);
+    // a copy sent again raises the staged copy's mark: counter 7's retry says 6 was given up
+    // (twice in one chunk as well: the staging INSERT keeps one row per event)
+    const c7 = ev(open, 7, 6);
+    await stageEvents(db.pool, [c7]);
+    await new Promise((r) => setTimeout(r, 500));
+    expect(await inLog()).not.toContain(c7.event_id);
+    await stageEvents(db.pool, [
+      { ...c7, kafka_offset: String(offset++) },
+      { ...c7, kafka_offset: String(offset++), ordem_firme: 7 },
+    ]);
+    await waitFor(async () => (await inLog()).includes(c7.event_id), {
+      timeoutMs: 20_000,
+      message: 'the retry’s mark reached the staged copy',
+    });
+    expect(await inLog()).toHaveLength(8);
+  });
+});
+
 describe('staging upkeep', () => {
   it('staging stays the size of what is in flight: the sequencer VACUUMs it every vacuumEveryRows rows moved out', async () => {
     // the servers here run with autovacuum off (as some production ones do): without the
@@ -103,10 +182,7 @@ describe('staging upkeep', () => {
     // and each round's scan of staging would grow with the log (the soak's rising latency)
     const db = await createTestDatabase();
     const ns = randomNamespace();
-    const kafka = new Kafka({ clientId: 'sequencer-test', brokers: serviceEnv().brokers, logLevel: logLevel.NOTHING });
-    const admin = kafka.admin();
-    await admin.connect();
-    registerCleanup(() => admin.disconnect());
+    const admin = await connectedAdmin();
     const { metrics } = startSequencer(db.pool, ns, {
       admin: () => admin,
       vacuumEveryRows: 400,
@@ -150,11 +226,9 @@ describe('a backlog', () => {
     const db = await createTestDatabase();
     const ns = randomNamespace();
     const topic = `${ns}.evento.demanda.normalizada`;
-    const kafka = new Kafka({ clientId: 'sequencer-test', brokers: serviceEnv().brokers, logLevel: logLevel.NOTHING });
-    const admin = kafka.admin();
-    await admin.connect();
-    registerCleanup(() => admin.disconnect());
+    const admin = await connectedAdmin();
     await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: 2 }] });
+    const kafka = new Kafka({ clientId: 'sequencer-test', brokers: serviceEnv().brokers, logLevel: logLevel.NOTHING });
     const producer = kafka.producer();
     await producer.connect();
     registerCleanup(() => producer.disconnect());

@@ -96,6 +96,8 @@ export class Sequencer {
    * starts without it (a session first seen is not held).
    */
   private readonly ultimoContador = new Map<string, number>();
+  /** The highest settled mark of `feromonios_ordem` staged per producer session (docs/ordering.md). */
+  private readonly marcaFirme = new Map<string, number>();
   private failures = 0;
   /** What the last round's cut did. */
   private lastCut: LastCut = 'none';
@@ -176,6 +178,7 @@ export class Sequencer {
       this.client = client;
       // another leader may have written since this one last led: what it remembers is stale
       this.ultimoContador.clear();
+      this.marcaFirme.clear();
       this.o.metrics.sequencerLeader.set(1);
       this.o.logger.info('sequencer active');
       return true;
@@ -247,7 +250,7 @@ export class Sequencer {
       inLog,
       now,
       holdMs: this.o.causalHoldMs,
-      sessoes: { ultimo: this.ultimoContador, esperaMs: this.o.orderGapMs },
+      sessoes: { ultimo: this.ultimoContador, firme: this.lembrarMarcas(refs), esperaMs: this.o.orderGapMs },
     });
     for (const r of order.released) {
       this.o.metrics.causalHoldExpired.inc();
@@ -303,6 +306,19 @@ export class Sequencer {
       .finally(() => {
         this.vacuuming = undefined;
       });
+  }
+
+  /**
+   * Records the highest settled mark staged per session (this round's rows, held ones included;
+   * at most 100,000 sessions, the oldest forgotten) and returns them all.
+   */
+  private lembrarMarcas(rows: StagedRef[]): ReadonlyMap<string, number> {
+    for (const r of rows) {
+      if (r.ordem_sessao === null || !r.ordem_firme) continue;
+      const prev = this.marcaFirme.get(r.ordem_sessao) ?? 0;
+      if (r.ordem_firme > prev) setNewest(this.marcaFirme, r.ordem_sessao, r.ordem_firme, 100_000);
+    }
+    return this.marcaFirme;
   }
 
   /** Records the sessions' last written counters (at most 100,000 sessions, the oldest forgotten). */
@@ -467,7 +483,8 @@ export class Sequencer {
       `SELECT concat_ws(E'\t', (extract(epoch FROM clock_timestamp()) * 1000)::float8, s.event_id,
                         coalesce(s.causation_id::text, ''), (extract(epoch FROM s.publicado_em) * 1000)::float8,
                         coalesce(s.ordem_sessao::text, ''), coalesce(s.ordem_contador::text, ''), s.kafka_partition,
-                        s.kafka_offset, (extract(epoch FROM s.recebido_em) * 1000)::float8, s.kafka_topic) AS r
+                        s.kafka_offset, (extract(epoch FROM s.recebido_em) * 1000)::float8,
+                        coalesce(s.ordem_firme::text, ''), s.kafka_topic) AS r
          FROM core.event_staging s
          LEFT JOIN unnest($1::text[], $2::int[], $3::bigint[]) AS h(t, p, hw)
                 ON h.t = s.kafka_topic AND h.p = s.kafka_partition
@@ -497,8 +514,9 @@ export class Sequencer {
         kafka_partition: Number(f[6]),
         kafka_offset: f[7] as string,
         recebido_em: Number(f[8]),
+        ordem_firme: f[9] ? Number(f[9]) : null,
         // last: a topic name holds no tab (Kafka allows [a-zA-Z0-9._-]), but nothing is lost if it did
-        kafka_topic: f.slice(9).join('\t'),
+        kafka_topic: f.slice(10).join('\t'),
       };
     });
     return { refs, now };

@@ -14,6 +14,7 @@ import * as monthlyPartitions from './20261202120000_partition_event_log_by_mont
 import * as eventLogArchive from './20261202140000_add_event_log_archive';
 import * as coveringTimeIndexes from './20261202160000_cover_event_log_time_indexes';
 import * as stagingStatistics from './20261203160000_slim_event_staging_statistics';
+import * as stagingSettledMark from './20261204120000_add_event_staging_settled_mark';
 
 /**
  * The `core` schema's migrations, in order. Landed migrations are never edited: add a file
@@ -38,6 +39,7 @@ export const MIGRATIONS: ReadonlyArray<{
   { name: '20261202140000_add_event_log_archive', module: eventLogArchive },
   { name: '20261202160000_cover_event_log_time_indexes', module: coveringTimeIndexes },
   { name: '20261203160000_slim_event_staging_statistics', module: stagingStatistics },
+  { name: '20261204120000_add_event_staging_settled_mark', module: stagingSettledMark },
 ];
 
 const source: Knex.MigrationSource<(typeof MIGRATIONS)[number]> = {

@@ -236,8 +236,10 @@ export class OutboxRelay {
       }
       // The backoff after a failure counts from the start of the pass: a pass the broker refused
       // until publishTimeoutMs was paced by the publisher's own retries already, and it may have
-      // been written for some partitions and not others — the sequencer holds those copies only
-      // `BRIDGE_ORDER_GAP_MS` for the rest (docs/ordering.md), so the next pass must not wait more.
+      // been written for some partitions and not others — the sequencer holds those copies for the
+      // rest while their counters are open (the publisher holds a retriable failure's counters open
+      // 10 s at least, the sequencer waits `BRIDGE_ORDER_GAP_MS`; docs/ordering.md), so the next
+      // pass must not wait more.
       const wait =
         failures > 0
           ? backoffAfter(

@@ -89,8 +89,9 @@ describe('publicar over the real broker and registry', () => {
       feromonios_ordem: headers.feromonios_ordem,
     });
     expect(headers.traceparent).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-0[01]$/);
-    // the producer session's publish order (docs/ordering.md): a UUID and a counter from 1
-    expect(headers.feromonios_ordem).toMatch(/^[0-9a-f-]{36}:[1-9][0-9]*$/);
+    // the producer session's publish order (docs/ordering.md): a UUID, a counter from 1, and the
+    // settled mark (nothing else in flight: the counter itself)
+    expect(headers.feromonios_ordem).toMatch(/^[0-9a-f-]{36}:([1-9][0-9]*):\1$/);
   });
 
   it('T12/T13: fills versao_schema 1.0.0 and correlacao_id = event_id, and keys by correlacao_id', async () => {

@@ -1,6 +1,4 @@
-import { randomUUID } from 'node:crypto';
 import { backoffDelay, sleep } from '../runtime/retry';
-import { setNewest } from '../runtime/bounded-map';
 import type { Span } from '@opentelemetry/api';
 import { type Kafka, type Message, type PartitionMetadata, Partitioners, type RecordMetadata } from 'kafkajs';
 import type { EventoConsultado, PosicaoKafka, PublicarEventoDto } from '../contract';
@@ -21,6 +19,7 @@ import { endSpan, startProducerSpan, traceparentOf } from '../runtime/tracing';
 import { eventoValidado, validarEvento, type EventoValidado } from './validation';
 import { buildHeaders, encodeValue } from '../wire/wire-format';
 import { SessionProducer } from '../runtime/producer';
+import { SessionOrder } from './session-order';
 
 interface QueuedSend {
   planned: Array<{ topic: string; message: Message }>;
@@ -30,9 +29,6 @@ interface QueuedSend {
 
 /** Calls waiting behind an in-flight request are merged up to about this many value bytes. */
 const MAX_COALESCED_BYTES = 512 * 1024;
-
-/** Failed publishes whose counters a publisher remembers for a retry of the same event. */
-const FAILED_COUNTERS_KEPT = 100_000;
 
 interface PublisherDeps {
   kafka: Kafka;
@@ -55,23 +51,16 @@ export class Publisher {
   private readonly queue: QueuedSend[] = [];
   private readonly topicChecks = new Map<string, Promise<void>>();
   private sending = false;
-  /** This publisher's session in `feromonios_ordem` (publish order across topics, docs/ordering.md). */
-  private readonly session = randomUUID();
-  private planned = 0;
   /**
-   * `feromonios_ordem` counters of events whose publish failed, by event_id (the most recent
-   * `FAILED_COUNTERS_KEPT`): publishing the same event again — the outbox relay's next pass, a
-   * caller retrying with the same `event_id` — keeps the event's place in this session's order. A
-   * request that failed may have been written for some partitions and not others (a partition
-   * whose replicas came back later than the rest's); with new counters, the events re-sent for
-   * the partition that failed would be ordered after everything the first attempt did write.
-   * With the same counters the sequencer holds the written ones until the gap fills
-   * (docs/ordering.md, `BRIDGE_ORDER_GAP_MS`).
+   * This publisher's session in `feromonios_ordem`: counters (a failed event sent again keeps its
+   * own) and the settled mark, held back by a retriable failure for `timeoutMs` and at least
+   * 10 s — the outbox relay's next pass comes within its 5 s backoff (docs/ordering.md).
    */
-  private readonly failedCounters = new Map<string, number>();
+  private readonly order: SessionOrder;
 
   constructor(private readonly d: PublisherDeps) {
     this.producer = new SessionProducer(d.kafka, d.logger);
+    this.order = new SessionOrder(Math.max(d.timeoutMs, 10_000));
   }
 
   async publicar(dto: PublicarEventoDto): Promise<EventoConsultado> {
@@ -114,7 +103,7 @@ export class Publisher {
         }),
       );
       const out = validados.map((v) => eventoValidado(v));
-      const counters = validados.map((v) => this.counterOf(v.event_id));
+      const counters = validados.map((v) => this.order.take(v.event_id));
       try {
         await this.withDeadline(async () => {
           const planned = validados.map((v, i) =>
@@ -139,11 +128,13 @@ export class Publisher {
         });
       } catch (err) {
         spans.forEach((sp) => endSpan(sp, err));
-        validados.forEach((v, i) =>
-          setNewest(this.failedCounters, v.event_id, counters[i] as number, FAILED_COUNTERS_KEPT),
+        this.order.failed(
+          validados.map((v, i) => ({ eventId: v.event_id, counter: counters[i] as number })),
+          isRetriable(err),
         );
         throw err;
       }
+      this.order.acknowledged(counters);
       spans.forEach((sp) => endSpan(sp));
       this.observe(validados, started, 'ok');
       for (const ev of out)
@@ -296,14 +287,6 @@ export class Publisher {
     }));
   }
 
-  /** The event's counter in this session: the one of its failed publish if it had one, else the next. */
-  private counterOf(eventId: string): number {
-    const failed = this.failedCounters.get(eventId);
-    if (failed === undefined) return ++this.planned;
-    this.failedCounters.delete(eventId);
-    return failed;
-  }
-
   private plan(
     v: EventoValidado,
     schemaId: number,
@@ -321,7 +304,7 @@ export class Publisher {
         headers: buildHeaders(v, {
           traceparent,
           partitionKey: v.chave_particao,
-          ordem: `${this.session}:${counter}`,
+          ordem: this.order.header(counter),
         }),
       },
     };

@@ -43,22 +43,39 @@ export const REPROCESS_HEADERS = {
 export const DLQ_OUTCOME_HEADER = 'feromonios_dlq_resultado';
 
 /**
- * Publish order of one SDK producer session: `<session uuid>:<counter>`, the counter starting
- * at 1 and growing by one per event the session plans. The bridge's sequencer keeps one
- * session's events in counter order across topics (docs/ordering.md). Optional: records of
- * other producers, or with a value that does not parse, are ordered by their record timestamp.
+ * Publish order of one SDK producer session: `<session uuid>:<counter>:<settled>`, the counter
+ * starting at 1 and growing by one per event the session plans; `settled` (at most the counter)
+ * says that every counter of the session below it was settled — acknowledged by Kafka, or given
+ * up — when this record was sent, so a gap below it will never fill. The bridge's sequencer
+ * keeps one session's events in counter order across topics (docs/ordering.md). Optional:
+ * records of other producers, or with a value that does not parse, are ordered by their record
+ * timestamp; `<session uuid>:<counter>` (no settled part, SDKs before 2026-12-04) is read with
+ * the settled part unknown.
  */
 export const ORDER_HEADER = 'feromonios_ordem';
 
 /** Largest counter accepted in `feromonios_ordem` (fits a JavaScript number and a BIGINT). */
 const MAX_ORDER_COUNTER = Number.MAX_SAFE_INTEGER;
-const ORDER_RE = /^([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}):([1-9][0-9]{0,15})$/;
+const ORDER_RE =
+  /^([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}):([1-9][0-9]{0,15})(?::([1-9][0-9]{0,15}))?$/;
 
-/** `feromonios_ordem`'s session and counter, or `null` when absent or malformed (never throws). */
-export function parseOrder(value: string | undefined): { sessao: string; contador: number } | null {
-  if (value === undefined || value.length > 60) return null;
+/** A parsed `feromonios_ordem`: `firme` is `null` when the value has no settled part. */
+export interface PublishOrder {
+  sessao: string;
+  contador: number;
+  firme: number | null;
+}
+
+/**
+ * `feromonios_ordem`'s session, counter and settled mark, or `null` when absent or malformed —
+ * a counter past `Number.MAX_SAFE_INTEGER`, a settled mark above the counter (never throws).
+ */
+export function parseOrder(value: string | undefined): PublishOrder | null {
+  if (value === undefined || value.length > 80) return null;
   const m = ORDER_RE.exec(value);
   if (!m) return null;
   const contador = Number(m[2]);
-  return contador <= MAX_ORDER_COUNTER ? { sessao: m[1] as string, contador } : null;
+  const firme = m[3] === undefined ? null : Number(m[3]);
+  if (contador > MAX_ORDER_COUNTER || (firme !== null && firme > contador)) return null;
+  return { sessao: m[1] as string, contador, firme };
 }
