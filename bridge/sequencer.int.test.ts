@@ -175,6 +175,57 @@ describe('a producer session’s gaps and its settled mark (feromonios_ordem)', 
   });
 });
 
+describe('a failed round and the sessions’ order', () => {
+  it('a round that failed (Kafka unavailable) lets go of the lock, and the sequencer taking it again still knows the sessions’ counters when nobody else wrote', async () => {
+    const db = await createTestDatabase();
+    const ns = randomNamespace();
+    const connected = await connectedAdmin();
+    const kafkaAdmin: { current?: Admin } = { current: connected };
+    const { sequencer, metrics } = startSequencer(db.pool, ns, {
+      admin: () => kafkaAdmin.current,
+      vacuumEveryRows: 0,
+      batchSize: 100,
+      pollMs: 20,
+      orderGapMs: 30_000,
+    });
+    const s = randomUUID();
+    let offset = 0;
+    const ev = (contador: number, firme: number) => ({
+      ...staged(ns, offset++),
+      ordem_sessao: s,
+      ordem_contador: contador,
+      ordem_firme: firme,
+    });
+    const inLog = async () =>
+      (
+        await db.pool.query<{ event_id: string }>('SELECT event_id::text FROM core.event_log ORDER BY sequence_number')
+      ).rows.map((r) => r.event_id);
+    const c1 = ev(1, 1);
+    await stageEvents(db.pool, [c1]);
+    await waitFor(async () => (await inLog()).length === 1, { timeoutMs: 20_000, message: 'counter 1 written' });
+    // Kafka unavailable to the sequencer: its rounds fail and it lets go of the lock
+    kafkaAdmin.current = undefined;
+    const c3 = ev(3, 2); // sent with 2 in flight; 2 comes later
+    await stageEvents(db.pool, [c3]);
+    await waitFor(async () => ((await metrics.sequencerFailures.get()).values[0]?.value ?? 0) >= 1, {
+      timeoutMs: 20_000,
+      message: 'a round failed',
+    });
+    expect(sequencer.leader).toBe(false);
+    kafkaAdmin.current = connected;
+    await waitFor(() => sequencer.leader, { timeoutMs: 20_000, message: 'the lock taken again' });
+    await new Promise((r) => setTimeout(r, 2_000));
+    expect(await inLog()).toEqual([c1.event_id]); // 3 still waits for 2
+    const c2 = ev(2, 2);
+    await stageEvents(db.pool, [c2]);
+    await waitFor(async () => (await inLog()).length === 3, {
+      timeoutMs: 20_000,
+      message: 'the send whole in the log',
+    });
+    expect(await inLog()).toEqual([c1.event_id, c2.event_id, c3.event_id]);
+  });
+});
+
 describe('staging upkeep', () => {
   it('staging stays the size of what is in flight: the sequencer VACUUMs it every vacuumEveryRows rows moved out', async () => {
     // the servers here run with autovacuum off (as some production ones do): without the

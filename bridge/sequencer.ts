@@ -92,12 +92,14 @@ export class Sequencer {
   private readonly idle = new Map<string, bigint>();
   /**
    * The last counter written per producer session (rule 2 across rounds, bridge/causal-order.ts),
-   * the most recently written sessions kept. Cleared whenever leadership is taken: a new leader
-   * starts without it (a session first seen is not held).
+   * the most recently written sessions kept. Cleared when leadership is taken after another
+   * leader wrote: a new leader starts without it (a session first seen is not held).
    */
   private readonly ultimoContador = new Map<string, number>();
   /** The highest settled mark of `feromonios_ordem` staged per producer session (docs/ordering.md). */
   private readonly marcaFirme = new Map<string, number>();
+  /** The last sequence number this instance wrote: whether another leader wrote since (see acquireLeadership). */
+  private ultimaSequencia: string | null = null;
   private failures = 0;
   /** What the last round's cut did. */
   private lastCut: LastCut = 'none';
@@ -176,9 +178,17 @@ export class Sequencer {
       client.on('notification', () => this.wake());
       await client.query(`LISTEN ${STAGING_CHANNEL}`);
       this.client = client;
-      // another leader may have written since this one last led: what it remembers is stale
-      this.ultimoContador.clear();
-      this.marcaFirme.clear();
+      // another leader may have written since this one last led: what it remembers is then stale.
+      // Kept when the log's last sequence number is still the last one this instance wrote: a
+      // round that failed (Kafka unavailable, say) lets go of the lock, and forgetting the
+      // sessions' counters there let a send's first copies be written before its retry (fault
+      // scenario 7, CI 2026-12-04). The settled marks are the producers' own claims: never stale.
+      if (this.ultimoContador.size > 0) {
+        const { rows } = await client.query<{ s: string | null }>(
+          'SELECT max(sequence_number)::text AS s FROM core.event_log',
+        );
+        if ((rows[0]?.s ?? null) !== this.ultimaSequencia) this.ultimoContador.clear();
+      }
       this.o.metrics.sequencerLeader.set(1);
       this.o.logger.info('sequencer active');
       return true;
@@ -271,7 +281,10 @@ export class Sequencer {
       this.o.metrics.duplicates.inc(result.duplicates.length);
       for (const r of result.inserted) this.o.metrics.inserted.inc({ tipo: r.tipo });
       const last = result.inserted.at(-1);
-      if (last) this.o.metrics.highestSequence.set(Number(last.sequence_number));
+      if (last) {
+        this.o.metrics.highestSequence.set(Number(last.sequence_number));
+        this.ultimaSequencia = last.sequence_number;
+      }
       this.lembrarContadores(chunk);
       this.leftStaging += chunk.length;
       this.o.logger.debug('batch written', { inserted: result.inserted.length, duplicates: result.duplicates.length });
