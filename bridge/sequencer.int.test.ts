@@ -14,7 +14,8 @@ import { stageEvents } from './event-log-writer';
 import { BridgeMetrics } from './metrics';
 import { Sequencer, type OpcoesSequencer } from './sequencer';
 
-const staged = (ns: string, offset: number) => {
+/** A staged event of namespace `ns` at `offset`, with a producer session's order if given. */
+const staged = (ns: string, offset: number, ordem?: { sessao: string; contador: number; firme: number }) => {
   const event_id = randomUUID();
   return {
     event_id,
@@ -30,11 +31,17 @@ const staged = (ns: string, offset: number) => {
     kafka_partition: 0,
     kafka_offset: String(offset),
     publicado_em: new Date().toISOString(),
-    ordem_sessao: null,
-    ordem_contador: null,
-    ordem_firme: null,
+    ordem_sessao: ordem?.sessao ?? null,
+    ordem_contador: ordem?.contador ?? null,
+    ordem_firme: ordem?.firme ?? null,
   };
 };
+
+/** The event ids in `core.event_log`, in sequence order. */
+const logIds = async (db: TestDatabase) =>
+  (
+    await db.pool.query<{ event_id: string }>('SELECT event_id::text FROM core.event_log ORDER BY sequence_number')
+  ).rows.map((r) => r.event_id);
 
 /** A Kafka admin client for the sequencer, disconnected at cleanup. */
 async function connectedAdmin(): Promise<Admin> {
@@ -120,16 +127,8 @@ describe('a producer session’s gaps and its settled mark (feromonios_ordem)', 
     });
     const [open, settled] = [randomUUID(), randomUUID()];
     let offset = 0;
-    const ev = (sessao: string, contador: number, firme: number) => ({
-      ...staged(ns, offset++),
-      ordem_sessao: sessao,
-      ordem_contador: contador,
-      ordem_firme: firme,
-    });
-    const inLog = async () =>
-      (
-        await db.pool.query<{ event_id: string }>('SELECT event_id::text FROM core.event_log ORDER BY sequence_number')
-      ).rows.map((r) => r.event_id);
+    const ev = (sessao: string, contador: number, firme: number) => staged(ns, offset++, { sessao, contador, firme });
+    const inLog = () => logIds(db);
     // both sessions' first counters written (a session first seen is never held)
     const c1 = ev(open, 1, 1);
     const d1 = ev(settled, 1, 1);
@@ -190,16 +189,8 @@ describe('a failed round and the sessions’ order', () => {
     });
     const s = randomUUID();
     let offset = 0;
-    const ev = (contador: number, firme: number) => ({
-      ...staged(ns, offset++),
-      ordem_sessao: s,
-      ordem_contador: contador,
-      ordem_firme: firme,
-    });
-    const inLog = async () =>
-      (
-        await db.pool.query<{ event_id: string }>('SELECT event_id::text FROM core.event_log ORDER BY sequence_number')
-      ).rows.map((r) => r.event_id);
+    const ev = (contador: number, firme: number) => staged(ns, offset++, { sessao: s, contador, firme });
+    const inLog = () => logIds(db);
     const c1 = ev(1, 1);
     await stageEvents(db.pool, [c1]);
     await waitFor(async () => (await inLog()).length === 1, { timeoutMs: 20_000, message: 'counter 1 written' });
