@@ -37,6 +37,7 @@ import {
   backoffDelay,
   endSpan,
   garantirParticoesDoLog as garantirParticoes,
+  isBrokerUnreachable,
   kafkaLogs,
   linhasSemMes,
   startBatchSpan,
@@ -519,13 +520,24 @@ export class Bridge {
           await lane.handle(consumer, payload.batch, payload);
           lane.crashes = 0;
         } catch (err) {
-          // kafkajs retries the batch from the last committed offset: nothing is lost.
-          this.o.logger.error('batch failed, it will be retried', {
-            lane: lane.name,
-            topic: payload.batch.topic,
-            partition: payload.batch.partition,
-            error: scrubText((err as Error).message, undefined, 500),
-          });
+          // kafkajs retries the batch from the last committed offset: nothing is lost. A broker
+          // gone (the group coordinator died with it, say) is not retried in place: kafkajs keeps
+          // the coordinator it joined with and would retry it for its whole budget (~30 s, fault
+          // scenario 7: a partition unstaged that long after the quorum came back) — the consumer
+          // crashes now instead, and the lane starts anew (scheduleRestart) and finds the new one.
+          const gone = isBrokerUnreachable(err);
+          this.o.logger.error(
+            gone
+              ? 'batch failed: a broker is unreachable, the consumer starts anew'
+              : 'batch failed, it will be retried',
+            {
+              lane: lane.name,
+              topic: payload.batch.topic,
+              partition: payload.batch.partition,
+              error: scrubText((err as Error).message, undefined, 500),
+            },
+          );
+          if (gone) throw Object.assign(new Error((err as Error).message, { cause: err }), { retriable: false });
           throw err;
         }
       },

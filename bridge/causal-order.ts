@@ -52,10 +52,22 @@ export interface RoundContext {
    * predecessor not staged yet — the records of one send reach the broker's partitions one
    * after another, so a round can take some and not the others; a send written for some
    * partitions is sent again for the rest) are held until the gap fills, the whole gap is below
-   * the session's settled mark (its producer acknowledged or gave up those counters: they never
-   * come), or the first of them has waited `esperaMs`.
+   * the session's settled mark (its producer gave up those counters, or Kafka acknowledged them
+   * — and a round that waited for every partition's snapshot has staged what Kafka acknowledged:
+   * they never come), or the first of them has waited `esperaMs`.
    */
-  sessoes?: { ultimo: ReadonlyMap<string, number>; firme?: ReadonlyMap<string, number>; esperaMs: number };
+  sessoes?: {
+    ultimo: ReadonlyMap<string, number>;
+    firme?: ReadonlyMap<string, number>;
+    esperaMs: number;
+    /**
+     * The round goes on without some partition staged up to its snapshot (one given up for
+     * making no progress): a counter below a settled mark may then be acknowledged and not
+     * staged yet, in that partition, so marks settle nothing this round and every gap waits
+     * `esperaMs`.
+     */
+    incompleto?: boolean;
+  };
 }
 
 export interface HeldEvent {
@@ -71,6 +83,12 @@ export interface RoundOrder {
   held: HeldEvent[];
   /** Written (they are in `write`) although their cause is not before them: the hold ran out. */
   released: HeldEvent[];
+  /**
+   * Gaps in a producer session's counters that waited `esperaMs` without filling nor being
+   * settled by a mark: the events after them are written now (`desde`..`ate`, both included, are
+   * missing; one that arrives later is written when it does, after them).
+   */
+  gapsExpired: Array<{ sessao: string; desde: number; ate: number }>;
 }
 
 /** The round's tie-breaking order (rule 3); also the order `write` starts from. */
@@ -99,6 +117,7 @@ export function orderRound(rows: readonly StagedRef[], ctx: RoundContext): Round
   const causeIndex = new Array<number | undefined>(sorted.length);
   const held: HeldEvent[] = [];
   const released: HeldEvent[] = [];
+  const gapsExpired: RoundOrder['gapsExpired'] = [];
   const ownCauseFree = (r: StagedRef): boolean =>
     r.causation_id === null || r.causation_id === r.event_id || ctx.inLog.has(r.causation_id);
   for (let start = 0; start < sorted.length; start++) {
@@ -170,19 +189,23 @@ export function orderRound(rows: readonly StagedRef[], ctx: RoundContext): Round
       list.sort(
         (a, b) => ((sorted[a] as StagedRef).ordem_contador ?? 0) - ((sorted[b] as StagedRef).ordem_contador ?? 0),
       );
-      const settled = Math.max(ctx.sessoes.firme?.get(sessao) ?? 0, marks.get(sessao) ?? 0);
+      const settled = ctx.sessoes.incompleto
+        ? 0
+        : Math.max(ctx.sessoes.firme?.get(sessao) ?? 0, marks.get(sessao) ?? 0);
       let expected = last + 1;
       let gapAt = -1;
       for (let k = 0; k < list.length; k++) {
         const c = (sorted[list[k] as number] as StagedRef).ordem_contador as number;
         if (c < expected) continue; // an older or repeated counter: nothing missing before it
-        if (
-          c === expected ||
-          c <= settled ||
-          ctx.now - (sorted[list[k] as number] as StagedRef).recebido_em >= ctx.sessoes.esperaMs
-        ) {
+        if (c === expected || c <= settled) {
           // next in line, or every counter missing before it settled by its producer (a send
-          // that failed and was given up), or the gap waited long enough (unknown: never coming)
+          // that failed and was given up, or one acknowledged and staged already)
+          expected = c + 1;
+          continue;
+        }
+        if (ctx.now - (sorted[list[k] as number] as StagedRef).recebido_em >= ctx.sessoes.esperaMs) {
+          // the gap waited long enough (unknown: never coming)
+          gapsExpired.push({ sessao, desde: expected, ate: c - 1 });
           expected = c + 1;
           continue;
         }
@@ -285,7 +308,7 @@ export function orderRound(rows: readonly StagedRef[], ctx: RoundContext): Round
     }
   }
 
-  return { write: out.map((i) => sorted[i] as StagedRef), held, released };
+  return { write: out.map((i) => sorted[i] as StagedRef), held, released, gapsExpired };
 }
 
 const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);

@@ -69,6 +69,29 @@ describe('orderRound across rounds: gaps in a session', () => {
     });
     expect(r.held).toEqual([]);
     expect(r.write).toHaveLength(3);
+    // the gap that waited is reported (the sequencer counts and logs it); a first-seen session is not a gap
+    expect(r.gapsExpired).toEqual([{ sessao: 's', desde: 5, ate: 8 }]);
+  });
+
+  it('a round short of a partition (given up) settles no gap by a mark: the counter may be acknowledged and not staged', () => {
+    // mark 7: 5 and 6 acknowledged by Kafka — but a partition given up may hold them, unstaged
+    const c7 = ref({ ordem_sessao: 's', ordem_contador: 7, ordem_firme: 7 });
+    const ctx = { inLog: new Set<string>(), now: NOW, holdMs: HOLD };
+    const short = orderRound([c7], {
+      ...ctx,
+      sessoes: { ...sess({ s: 4 }), firme: new Map([['s', 7]]), incompleto: true },
+    });
+    expect(short.write).toEqual([]);
+    expect(short.held.map((h) => h.cause)).toEqual(['s:5']);
+    // the bound still holds: after esperaMs it is written, and the gap reported
+    const waited = { ...c7, recebido_em: NOW - GAP };
+    const late = orderRound([waited], { ...ctx, sessoes: { ...sess({ s: 4 }), incompleto: true } });
+    expect(ids(late.write)).toEqual([c7.event_id]);
+    expect(late.gapsExpired).toEqual([{ sessao: 's', desde: 5, ate: 6 }]);
+    // every partition staged to the snapshot: the mark settles it at once, nothing reported
+    const whole = orderRound([c7], { ...ctx, sessoes: sess({ s: 4 }) });
+    expect(ids(whole.write)).toEqual([c7.event_id]);
+    expect(whole.gapsExpired).toEqual([]);
   });
 
   it('writes at once past a gap below the settled mark (its producer acknowledged or gave up those counters)', () => {
@@ -103,7 +126,7 @@ describe('orderRound across rounds: gaps in a session', () => {
     expect(orderRound([c7, c8, c9, c10], ctx).write).toEqual([]);
   });
 
-  it('property: nothing of a session is written past a recent gap after its last written counter, unless its producer settled the gap', () => {
+  it('property: nothing of a session is written past a recent gap after its last written counter, unless its producer settled the gap and the round is not short of a partition', () => {
     fc.assert(
       fc.property(
         fc.array(
@@ -116,7 +139,8 @@ describe('orderRound across rounds: gaps in a session', () => {
         ),
         fc.integer({ min: 0, max: 10 }),
         fc.option(fc.integer({ min: 1, max: 30 })),
-        (evs, last, earlierMark) => {
+        fc.boolean(),
+        (evs, last, earlierMark, incompleto) => {
           const rows = evs.map((e) =>
             ref({
               ordem_sessao: 's',
@@ -126,12 +150,13 @@ describe('orderRound across rounds: gaps in a session', () => {
             }),
           );
           const firme = earlierMark === null ? undefined : new Map([['s', earlierMark]]);
-          const settled = Math.max(earlierMark ?? 0, ...rows.map((x) => x.ordem_firme ?? 0));
+          // a round short of a partition: no mark settles anything
+          const settled = incompleto ? 0 : Math.max(earlierMark ?? 0, ...rows.map((x) => x.ordem_firme ?? 0));
           const r = orderRound(rows, {
             inLog: new Set(),
             now: NOW,
             holdMs: HOLD,
-            sessoes: { ...sess({ s: last }), firme },
+            sessoes: { ...sess({ s: last }), firme, incompleto },
           });
           expect(r.write.length + r.held.length).toBe(rows.length);
           // written counters above `last`: contiguous from last + 1, unless the gap waited long enough

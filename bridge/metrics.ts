@@ -167,6 +167,11 @@ export class BridgeMetrics {
     help: 'Events written although their cause never reached the log within BRIDGE_CAUSAL_HOLD_MS.',
     registers: [this.registry],
   });
+  readonly orderGapExpired = new Counter({
+    name: 'feromonios_bridge_order_gap_expired_total',
+    help: "Gaps in a producer session's counters that neither filled nor were settled within BRIDGE_ORDER_GAP_MS: the events after them were written without them.",
+    registers: [this.registry],
+  });
   readonly idlePartitions = new Counter({
     name: 'feromonios_bridge_order_idle_partitions_total',
     help: 'Times a partition with unstaged records made no progress for BRIDGE_ORDER_MAX_IDLE_MS and rounds went on without waiting for it.',

@@ -174,6 +174,66 @@ describe('a producer session’s gaps and its settled mark (feromonios_ordem)', 
   });
 });
 
+describe('a round short of a partition and the settled mark', () => {
+  it('a partition given up (no progress) may hold counters Kafka acknowledged: a mark does not settle the gap, the wait does', async () => {
+    // fault scenario 7 (CI 2026-12-04): the bridge's consumer stalled on one partition after the
+    // quorum came back, the sequencer went on without it, and a later publish's mark (everything
+    // before it acknowledged) let one partition's share of an outbox backlog be written before
+    // the other's, still unstaged
+    const db = await createTestDatabase();
+    const ns = randomNamespace();
+    const admin = await connectedAdmin();
+    const topic = `${ns}.evento.demanda.normalizada`;
+    await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: 2 }] });
+    const kafka = new Kafka({ clientId: 'sequencer-test', brokers: serviceEnv().brokers, logLevel: logLevel.NOTHING });
+    const producer = kafka.producer();
+    await producer.connect();
+    registerCleanup(() => producer.disconnect());
+    // partition 0: three records, staged (committed to 3); partition 1: one record never staged
+    await producer.send({ topic, messages: [0, 1, 2].map(() => ({ partition: 0, value: 'x' })) });
+    await producer.send({ topic, messages: [{ partition: 1, value: 'x' }] });
+    await admin.setOffsets({ groupId: `${ns}-bridge`, topic, partitions: [{ partition: 0, offset: '3' }] });
+    const { metrics } = startSequencer(db.pool, ns, {
+      admin: () => admin,
+      vacuumEveryRows: 0,
+      batchSize: 100,
+      pollMs: 20,
+      maxIdleMs: 1_000,
+      orderGapMs: 8_000,
+    });
+    const s = randomUUID();
+    const at = (partition: number, offset: number, contador: number, firme: number) => ({
+      ...staged(ns, offset, { sessao: s, contador, firme }),
+      kafka_partition: partition,
+    });
+    const c1 = at(0, 0, 1, 1);
+    await stageEvents(db.pool, [c1]);
+    await waitFor(async () => (await logIds(db)).length === 1, { timeoutMs: 20_000, message: 'counter 1 written' });
+    // counter 2 acknowledged by Kafka in partition 1 (not staged: the bridge stalls there); 3 says so (mark 3)
+    const c3 = at(0, 1, 3, 3);
+    await stageEvents(db.pool, [c3]);
+    await waitFor(async () => ((await metrics.idlePartitions.get()).values[0]?.value ?? 0) >= 1, {
+      timeoutMs: 20_000,
+      message: 'partition 1 given up',
+    });
+    await new Promise((r) => setTimeout(r, 2_000));
+    expect(await logIds(db)).toEqual([c1.event_id]); // 3 waits for 2 despite the mark
+    const c2 = at(1, 0, 2, 2);
+    await stageEvents(db.pool, [c2]);
+    await waitFor(async () => (await logIds(db)).length === 3, { timeoutMs: 20_000, message: 'the three in the log' });
+    expect(await logIds(db)).toEqual([c1.event_id, c2.event_id, c3.event_id]);
+    expect((await metrics.orderGapExpired.get()).values[0]?.value ?? 0).toBe(0);
+    // the bound holds all the same: a gap in a short round that never fills is written after orderGapMs, counted
+    const c5 = at(0, 2, 5, 5);
+    await stageEvents(db.pool, [c5]);
+    await waitFor(async () => (await logIds(db)).includes(c5.event_id), {
+      timeoutMs: 30_000,
+      message: 'counter 5 written after the wait',
+    });
+    expect((await metrics.orderGapExpired.get()).values[0]?.value).toBe(1);
+  }, 60_000);
+});
+
 describe('a failed round and the sessions’ order', () => {
   it('a round that failed (Kafka unavailable) lets go of the lock, and the sequencer taking it again still knows the sessions’ counters when nobody else wrote', async () => {
     const db = await createTestDatabase();

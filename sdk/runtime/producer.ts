@@ -149,6 +149,25 @@ export function isRequestTimeout(err: unknown, depth = 0): boolean {
   return isRequestTimeout(e.cause, depth + 1) || isRequestTimeout(e.originalError, depth + 1);
 }
 
+/**
+ * Whether `err` (or an error it wraps) says a broker kafkajs was talking to is gone: a connection
+ * refused, reset or closed, or a broker id its cached metadata no longer has. A consumer keeps the
+ * group coordinator it found when it joined, and kafkajs retries a commit or a heartbeat against
+ * it — a coordinator that died is retried for the consumer's whole retry budget (~30 s) before the
+ * consumer crashes and finds the new one. A caller that sees this can start the consumer anew at once.
+ */
+export function isBrokerUnreachable(err: unknown, depth = 0): boolean {
+  if (!(err instanceof Error) || depth > 5) return false;
+  if (
+    err.name === 'KafkaJSConnectionError' ||
+    err.name === 'KafkaJSConnectionClosedError' ||
+    err.name === 'KafkaJSBrokerNotFound'
+  )
+    return true;
+  const e = err as Error & { cause?: unknown; originalError?: unknown };
+  return isBrokerUnreachable(e.cause, depth + 1) || isBrokerUnreachable(e.originalError, depth + 1);
+}
+
 /** Sends of one batch before the records kafkajs keeps leaving out are refused (retriably). */
 const CONFIRMATION_ROUNDS = 5;
 

@@ -2,15 +2,47 @@ import fc from 'fast-check';
 import {
   type ICustomPartitioner,
   type Kafka,
+  KafkaJSBrokerNotFound,
   KafkaJSConnectionError,
+  KafkaJSNonRetriableError,
   KafkaJSNumberOfRetriesExceeded,
+  KafkaJSProtocolError,
   KafkaJSRequestTimeoutError,
   type ProducerBatch,
   type RecordMetadata,
   type TopicMessages,
 } from 'kafkajs';
 import { BrokerError, isRetriable } from '../errors';
-import { isRequestTimeout, SessionProducer, unconfirmed } from './producer';
+import { isBrokerUnreachable, isRequestTimeout, SessionProducer, unconfirmed } from './producer';
+
+describe('isBrokerUnreachable (a consumer whose broker is gone starts anew instead of retrying it)', () => {
+  it('sees a refused, reset or closed connection and a broker missing from the metadata, also wrapped', () => {
+    const refused = new KafkaJSConnectionError('Connection error: connect ECONNREFUSED 127.0.0.1:29094');
+    expect(isBrokerUnreachable(refused)).toBe(true);
+    // kafkajs exports the class without declaring it, and declares the other without its message
+    const { KafkaJSConnectionClosedError } = jest.requireActual<Record<string, new (m: string) => Error>>('kafkajs');
+    expect(isBrokerUnreachable(new KafkaJSConnectionClosedError!('Closed connection'))).toBe(true);
+    const NotFound = KafkaJSBrokerNotFound as unknown as new (m: string) => Error;
+    expect(isBrokerUnreachable(new NotFound('Broker 3 not found in the cached metadata'))).toBe(true);
+    expect(isBrokerUnreachable(new KafkaJSNumberOfRetriesExceeded(refused, { retryCount: 5, retryTime: 1000 }))).toBe(
+      true,
+    );
+    expect(isBrokerUnreachable(new Error('commit failed', { cause: refused }))).toBe(true);
+  });
+
+  it('does not take a broker that answered (an error code), a database error, non-errors or endless chains for one', () => {
+    expect(isBrokerUnreachable(new KafkaJSProtocolError('The coordinator is loading'))).toBe(false);
+    expect(isBrokerUnreachable(new KafkaJSNonRetriableError('refused'))).toBe(false);
+    expect(isBrokerUnreachable(new KafkaJSRequestTimeoutError('timed out'))).toBe(false);
+    expect(isBrokerUnreachable(Object.assign(new Error('Connection terminated'), { code: '57P01' }))).toBe(false);
+    expect(isBrokerUnreachable(new Error('KafkaJSConnectionError'))).toBe(false); // the name decides, not the text
+    expect(isBrokerUnreachable({ name: 'KafkaJSConnectionError' })).toBe(false);
+    expect(isBrokerUnreachable(undefined)).toBe(false);
+    const loop = new Error('loop') as Error & { cause?: unknown };
+    loop.cause = loop;
+    expect(isBrokerUnreachable(loop)).toBe(false);
+  });
+});
 
 describe('isRequestTimeout (a timed-out request discards the producer session)', () => {
   it('sees a request timeout, also wrapped by kafkajs retries or by a cause chain', () => {

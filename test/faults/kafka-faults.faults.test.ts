@@ -275,11 +275,24 @@ describe('faults on the 3-node cluster (RF 3, min.insync.replicas 2)', () => {
         },
       );
       // the backlog drained in commit order (one relay, rows in id order)
-      const { rows } = await db.pool.query<{ event_id: string }>(
-        'SELECT event_id::text FROM core.event_log WHERE event_id = ANY($1::uuid[]) ORDER BY sequence_number',
+      const { rows } = await db.pool.query<{ event_id: string; p: number; s: string }>(
+        `SELECT event_id::text, kafka_partition AS p, sequence_number::text AS s
+           FROM core.event_log WHERE event_id = ANY($1::uuid[]) ORDER BY sequence_number`,
         [outboxed],
       );
-      expect(rows.map((r) => r.event_id)).toEqual(outboxed);
+      const logged = rows.map((r) => r.event_id);
+      if (logged.join() !== outboxed.join()) {
+        // what a failure in CI needs to be explained: where each outboxed row landed, and what
+        // the sequencer did about partitions and gaps
+        const where = new Map(rows.map((r) => [r.event_id, `p${r.p}@${r.s}`]));
+        const m = (await bridge.metrics.registry.metrics())
+          .split('\n')
+          .filter((l) => /^feromonios_bridge_(order|causal|sequencer|staging_depth)/.test(l));
+        process.stderr.write(
+          `[faults] 7 order diagnostics: outbox order → partition@sequence: ${outboxed.map((id) => where.get(id)).join(' ')}\n${m.join('\n')}\n`,
+        );
+      }
+      expect(logged).toEqual(outboxed);
       const cov = await logCoverage(db, [...acked, ...outboxed]);
       report('7 two of three brokers down, outbox backlog', {
         published: acked.length + outboxed.length + failed.length,
