@@ -218,7 +218,7 @@ export class EventBus implements Barramento {
       { ...opcoes, pool, schema },
       {
         catalog: this.catalog,
-        publicarValidados: (vs) => this.publisher.publicarValidados(vs),
+        publicarIsolandoRecusas: (vs) => this.publisher.publicarIsolandoRecusas(vs),
         logger: this.logger,
         metrics: this.metrics,
       },

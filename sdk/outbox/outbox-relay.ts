@@ -36,7 +36,11 @@ export const defaultOpcoesRelayOutbox = {
 
 export interface RelayDeps {
   catalog: SchemaCatalog;
-  publicarValidados(validados: EventoValidado[]): Promise<EventoConsultado[]>;
+  /**
+   * The publisher's `publicarIsolandoRecusas`: the batch in one request, or each event alone if
+   * the broker refuses it for good; per event, the published event or the refusal.
+   */
+  publicarIsolandoRecusas(validados: EventoValidado[]): Promise<Array<EventoConsultado | Error>>;
   logger: Logger;
   metrics: SdkMetrics;
 }
@@ -152,23 +156,23 @@ export class OutboxRelay {
         retriable = { err, ids: good.map((g) => g.row.id) };
         return rollback(0);
       };
-      let published = good;
-      try {
-        if (good.length > 0) await this.d.publicarValidados(good.map((g) => g.evento));
-      } catch (err) {
-        if (isRetriable(err)) return failed(err);
-        // The broker refuses the batch for good (a record too large for its topic, say): each
-        // row alone, and the ones it refuses are set aside, so one row never blocks the outbox.
-        published = [];
-        for (const g of good) {
-          try {
-            await this.d.publicarValidados([g.evento]);
-            published.push(g);
-          } catch (one) {
-            if (isRetriable(one)) return failed(one);
-            poison.push({ row: g.row, erro: (one as Error).message });
-          }
+      // If the broker refuses the batch for good (a record too large for its topic, say), the
+      // publisher sends each row alone, and the ones it refuses are set aside, so one row never
+      // blocks the outbox. It keeps the batch's counters open meanwhile (docs/ordering.md).
+      const published: typeof good = [];
+      if (good.length > 0) {
+        let outcomes: Array<EventoConsultado | Error>;
+        try {
+          outcomes = await this.d.publicarIsolandoRecusas(good.map((g) => g.evento));
+        } catch (err) {
+          if (isRetriable(err)) return failed(err);
+          throw err;
         }
+        good.forEach((g, i) => {
+          const o = outcomes[i];
+          if (o instanceof Error) poison.push({ row: g.row, erro: o.message });
+          else published.push(g);
+        });
       }
       await client.query(
         `UPDATE ${this.table} SET publicado_em = clock_timestamp(), payload = NULL, tentativas = tentativas + 1

@@ -4,6 +4,7 @@ import knexFactory from 'knex';
 import type { EventoConsultado } from '../contract';
 import { ConfirmationTimeoutError, PublishValidationError } from '../errors';
 import { criarTabelaOutbox } from './outbox';
+import { ORDER_HEADER, parseOrder } from '../wire';
 import { SAMPLE_PAYLOADS } from '../testing';
 import type { EventBus } from '..';
 import {
@@ -45,6 +46,29 @@ describe('transactional outbox and relay (seed 003 §6)', () => {
   });
 
   const topic = () => bus.topics.evento('demanda.categorizada');
+  /** A `demanda.recebida` event whose text is `texto` (its size), on partition key `chave` if given. */
+  const recebidaCom = (texto: string, chave?: string) => ({
+    tipo: 'demanda.recebida',
+    origem: 'D-1a',
+    ...(chave === undefined ? {} : { chave_particao: chave }),
+    payload: { ...SAMPLE_PAYLOADS['demanda.recebida'], texto_bruto: texto },
+  });
+  /**
+   * Fault injection on this file's own `demanda.recebida` topic (created by a first publish):
+   * records over 3 KB are refused for good (MESSAGE_TOO_LARGE). Returns the topic.
+   */
+  const topicRefusingOver3k = async (): Promise<string> => {
+    await bus.publicar(recebidaCom('cria o tópico'));
+    const t = bus.topics.evento('demanda.recebida');
+    const a = await testKafka().admin();
+    await a.alterConfigs({
+      validateOnly: false,
+      resources: [
+        { type: ConfigResourceTypes.TOPIC, name: t, configEntries: [{ name: 'max.message.bytes', value: '3000' }] },
+      ],
+    });
+    return t;
+  };
 
   it('a rolled-back transaction publishes nothing; a committed one yields exactly one log row', async () => {
     const relay = await bus.iniciarRelayOutbox({ intervaloMs: 50 });
@@ -236,22 +260,8 @@ describe('transactional outbox and relay (seed 003 §6)', () => {
 
   it('a row the broker refuses for good is set aside and the rows around it are published', async () => {
     await criarTabelaOutbox(colony.pool, 'd10');
-    const recebida = (texto: string) => ({
-      tipo: 'demanda.recebida',
-      origem: 'D-1a',
-      payload: { ...SAMPLE_PAYLOADS['demanda.recebida'], texto_bruto: texto },
-    });
-    await bus.publicar(recebida('cria o tópico'));
-    const t = bus.topics.evento('demanda.recebida');
-    // fault injection on this test's own topic: records over 3 KB are refused (MESSAGE_TOO_LARGE)
-    const { admin } = testKafka();
-    const a = await admin();
-    await a.alterConfigs({
-      validateOnly: false,
-      resources: [
-        { type: ConfigResourceTypes.TOPIC, name: t, configEntries: [{ name: 'max.message.bytes', value: '3000' }] },
-      ],
-    });
+    const recebida = (texto: string) => recebidaCom(texto);
+    const t = await topicRefusingOver3k();
     const before = await topicMessageCount(t);
     const client = await colony.pool.connect();
     await client.query('BEGIN');
@@ -294,6 +304,69 @@ describe('transactional outbox and relay (seed 003 §6)', () => {
       { message: 'both small rows in the log' },
     );
     expect(await bus.obterEventoPorId(big.event_id)).toBeNull();
+  });
+
+  it('a batch refused for good is sent again row by row with its counters held open: no publish meanwhile carries a settled mark past a row not yet in Kafka', async () => {
+    await criarTabelaOutbox(colony.pool, 'd12');
+    const chave = `d12-${randomUUID()}`; // one partition: its offsets are the order of acknowledgement
+    const recebida = (texto: string) => recebidaCom(texto, chave);
+    const t = await topicRefusingOver3k();
+    const client = await colony.pool.connect();
+    await client.query('BEGIN');
+    // one row too large for the topic among 30 small ones: the batch is refused for good
+    const textos = Array.from({ length: 31 }, (_, i) => (i === 1 ? 'x'.repeat(8000) : `pequeno ${i}`));
+    const rows: EventoConsultado[] = [];
+    for (const texto of textos) rows.push(await bus.publicarNaTransacao(client, recebida(texto), { schema: 'd12' }));
+    await client.query('COMMIT');
+    client.release();
+    // the same bus publishing all along, as a colony's request handlers would
+    const concurrent: string[] = [];
+    let publishing = true;
+    const loops = Array.from({ length: 4 }, async () => {
+      while (publishing) concurrent.push((await bus.publicar(recebida('ao lado'))).event_id);
+    });
+    const relay = await bus.iniciarRelayOutbox({ schema: 'd12', intervaloMs: 20 });
+    await waitFor(
+      async () =>
+        (await count(
+          colony,
+          'SELECT count(*) AS n FROM d12.feromonios_outbox WHERE publicado_em IS NULL AND falhou_em IS NULL',
+        )) === 0,
+      { timeoutMs: 60_000, message: 'every row published or set aside' },
+    );
+    await relay.parar();
+    publishing = false;
+    await Promise.all(loops);
+    const total = await topicMessageCount(t);
+    const records = (await readTopic(t, total)).filter((m) => m.key?.toString() === chave);
+    records.sort((x, y) => Number(x.offset) - Number(y.offset));
+    const ordem = (m: (typeof records)[number]) => parseOrder(m.headers?.[ORDER_HEADER]?.toString());
+    const idOf = (m: (typeof records)[number]) => m.headers?.ce_id?.toString();
+    const small = new Set(rows.filter((_, i) => i !== 1).map((r) => r.event_id));
+    // each small row's counter, and the offset of its first copy in the partition
+    const firstAt = new Map<number, number>();
+    records.forEach((m, i) => {
+      const o = ordem(m);
+      if (o && small.has(idOf(m) ?? '') && !firstAt.has(o.contador)) firstAt.set(o.contador, i);
+    });
+    expect(firstAt.size).toBe(30);
+    expect(concurrent.length).toBeGreaterThan(0);
+    // the invariant: a record's settled mark passes only counters already in the partition before it
+    const broken: string[] = [];
+    records.forEach((m, i) => {
+      const o = ordem(m);
+      if (!o || o.firme === null) return;
+      for (const [c, at] of firstAt)
+        if (c < o.firme && at > i)
+          broken.push(`offset ${m.offset} mark ${o.firme} > ${c} (first at ${records[at]!.offset})`);
+    });
+    expect(broken).toEqual([]);
+    const states = (
+      await colony.pool.query<{ publicado: boolean; falhou: boolean }>(
+        'SELECT publicado_em IS NOT NULL AS publicado, falhou_em IS NOT NULL AS falhou FROM d12.feromonios_outbox ORDER BY id',
+      )
+    ).rows.map((r) => [r.publicado, r.falhou]);
+    expect(states).toEqual(textos.map((_, i) => (i === 1 ? [false, true] : [true, false])));
   });
 
   it('reports pending rows and the age of the oldest in its metrics', async () => {

@@ -333,3 +333,39 @@ describe('a publish that failed, published again', () => {
     expect(retried?.contador).toBeLessThan(next?.contador as number);
   });
 });
+
+describe('natural batching and a record refused for good', () => {
+  it('a call never fails for another call’s record: a request refused for good is sent again call by call', async () => {
+    const bus = await createTestBus();
+    const topic = bus.topics.evento('demanda.recebida');
+    const admin = await testKafka().admin();
+    await admin.createTopics({
+      waitForLeaders: true,
+      topics: [
+        {
+          topic,
+          numPartitions: 1,
+          replicationFactor: 1,
+          configEntries: [{ name: 'max.message.bytes', value: '3000' }],
+        },
+      ],
+    });
+    const recebida = (texto: string) => ({
+      tipo: 'demanda.recebida',
+      origem: 'D-1a',
+      payload: { ...SAMPLE_PAYLOADS['demanda.recebida'], texto_bruto: texto },
+    });
+    await bus.publicar(recebida('primeiro')); // the topic known: the calls below queue behind each other
+    // concurrent calls share requests (natural batching); one of them carries a record too large
+    const calls = Array.from({ length: 40 }, (_, i) => recebida(i === 20 ? 'x'.repeat(8000) : `pequeno ${i}`));
+    const outcomes = await Promise.allSettled(calls.map((c) => bus.publicar(c)));
+    const refused = outcomes.flatMap((o, i) => (o.status === 'rejected' ? [i] : []));
+    expect(refused).toEqual([20]);
+    expect((outcomes[20] as PromiseRejectedResult).reason).toMatchObject({ code: 'BROKER_REJECTED' });
+    // every accepted call is in the topic, in call order (one partition)
+    const accepted = outcomes.flatMap((o) => (o.status === 'fulfilled' ? [o.value.event_id] : []));
+    const inTopic = (await readTopic(topic, 1 + accepted.length)).map((m) => m.headers?.[HEADER.id]?.toString());
+    const firstCopies = [...new Set(inTopic)].filter((id) => accepted.includes(id as string));
+    expect(firstCopies).toEqual(accepted);
+  });
+});

@@ -93,63 +93,158 @@ export class Publisher {
   async publicarValidados(validados: EventoValidado[]): Promise<EventoConsultado[]> {
     const started = process.hrtime.bigint();
     try {
-      const ids = await Promise.all(validados.map((v) => this.d.schemaIds.idOf(v.versao)));
-      const spans = validados.map((v) =>
-        startProducerSpan(this.d.topics.evento(v.tipo), {
-          'messaging.message.id': v.event_id,
-          'messaging.kafka.message.key': v.chave_particao ?? v.correlacao_id,
-          'feromonios.tipo': v.tipo,
-          'feromonios.origem': v.origem,
-        }),
-      );
-      const out = validados.map((v) => eventoValidado(v));
+      const ids = await this.schemaIdsOf(validados);
       const counters = validados.map((v) => this.order.take(v.event_id));
       try {
-        await this.withDeadline(async () => {
-          const planned = validados.map((v, i) =>
-            this.plan(v, ids[i] as number, traceparentOf(spans[i] as Span), counters[i] as number),
-          );
-          await this.ensureTopics([...new Set(planned.map((m) => m.topic))]);
-          for (const m of planned)
-            m.message.partition = this.partitioner({
-              topic: m.topic,
-              partitionMetadata: this.partitionMetadata(m.topic),
-              message: m.message,
-            });
-          const positions = await this.enqueue(planned);
-          positions.forEach((posicao, i) => {
-            (out[i] as EventoConsultado).posicao = posicao;
-            if (!posicao) return;
-            spans[i]?.setAttributes({
-              'messaging.destination.partition.id': String(posicao.particao),
-              'messaging.kafka.offset': Number(posicao.offset),
-            });
-          });
-        });
+        const out = await this.produce(validados, ids, counters);
+        this.order.acknowledged(counters);
+        this.published(validados, out, started);
+        return out;
       } catch (err) {
-        spans.forEach((sp) => endSpan(sp, err));
-        this.order.failed(
-          validados.map((v, i) => ({ eventId: v.event_id, counter: counters[i] as number })),
-          isRetriable(err),
-        );
+        this.order.failed(this.counted(validados, counters), isRetriable(err));
         throw err;
       }
-      this.order.acknowledged(counters);
-      spans.forEach((sp) => endSpan(sp));
-      this.observe(validados, started, 'ok');
-      for (const ev of out)
-        this.d.logger.info('event published', {
-          event_id: ev.event_id,
-          correlacao_id: ev.correlacao_id,
-          tipo: ev.tipo,
-          origem: ev.origem,
-          posicao: ev.posicao,
-        });
-      return out;
     } catch (err) {
       this.refused(err, validados[0], validados.length);
       throw err;
     }
+  }
+
+  /**
+   * Produces a batch as `publicarValidados` does; if the broker refuses it for good (a record too
+   * large for its topic, say), sends each event alone, in order, so that only the ones it refuses
+   * are left out — the outbox relay's pass (docs/outbox.md). Returns, per event, the published
+   * event or the error that refused it for good. A retriable failure throws, for the whole call
+   * (events sent alone before it are in Kafka: sending them again duplicates them, dropped
+   * downstream by event_id).
+   *
+   * Every counter of the batch stays open until its own event is acknowledged or refused: a
+   * publish of this bus running meanwhile never carries a settled mark past an event still to be
+   * sent again (docs/ordering.md), so what the refused batch did write waits for it in the log.
+   */
+  async publicarIsolandoRecusas(validados: EventoValidado[]): Promise<Array<EventoConsultado | FeromoniosError>> {
+    const started = process.hrtime.bigint();
+    const results = new Array<EventoConsultado | FeromoniosError>(validados.length);
+    // schema ids one by one: one the registry refuses for good leaves its event out, not the batch
+    const resolved = await Promise.allSettled(validados.map((v) => this.d.schemaIds.idOf(v.versao)));
+    const unavailable = resolved.find((r) => r.status === 'rejected' && isRetriable(r.reason));
+    if (unavailable) {
+      const err = (unavailable as PromiseRejectedResult).reason as unknown;
+      this.refused(err, validados[0], validados.length);
+      throw err;
+    }
+    const at: number[] = [];
+    const ids: number[] = [];
+    resolved.forEach((r, i) => {
+      if (r.status === 'fulfilled') {
+        at.push(i);
+        ids.push(r.value);
+      } else {
+        this.refused(r.reason, validados[i], 1);
+        results[i] = refusal(r.reason);
+      }
+    });
+    const batch = at.map((i) => validados[i] as EventoValidado);
+    const counters = batch.map((v) => this.order.take(v.event_id));
+    try {
+      const out = await this.produce(batch, ids, counters);
+      this.order.acknowledged(counters);
+      this.published(batch, out, started);
+      at.forEach((i, k) => (results[i] = out[k] as EventoConsultado));
+      return results;
+    } catch (err) {
+      if (isRetriable(err)) {
+        this.order.failed(this.counted(batch, counters), true);
+        this.refused(err, batch[0], batch.length);
+        throw err;
+      }
+    }
+    for (let k = 0; k < batch.length; k++) {
+      const one = [batch[k] as EventoValidado];
+      const counter = [counters[k] as number];
+      const t0 = process.hrtime.bigint();
+      try {
+        const out = await this.produce(one, [ids[k] as number], counter);
+        this.order.acknowledged(counter);
+        this.published(one, out, t0);
+        results[at[k] as number] = out[0] as EventoConsultado;
+      } catch (err) {
+        if (isRetriable(err)) {
+          this.order.failed(this.counted(batch.slice(k), counters.slice(k)), true);
+          this.refused(err, one[0], batch.length - k);
+          throw err;
+        }
+        this.order.failed(this.counted(one, counter), false);
+        this.refused(err, one[0], 1);
+        results[at[k] as number] = refusal(err);
+      }
+    }
+    return results;
+  }
+
+  private schemaIdsOf(validados: EventoValidado[]): Promise<number[]> {
+    return Promise.all(validados.map((v) => this.d.schemaIds.idOf(v.versao)));
+  }
+
+  private counted(validados: EventoValidado[], counters: number[]): Array<{ eventId: string; counter: number }> {
+    return validados.map((v, i) => ({ eventId: v.event_id, counter: counters[i] as number }));
+  }
+
+  /**
+   * Plans, encodes and produces events whose schema ids and counters were taken, within
+   * `publishTimeoutMs`, one producer span each; the counters' bookkeeping is the caller's.
+   */
+  private async produce(validados: EventoValidado[], ids: number[], counters: number[]): Promise<EventoConsultado[]> {
+    const spans = validados.map((v) =>
+      startProducerSpan(this.d.topics.evento(v.tipo), {
+        'messaging.message.id': v.event_id,
+        'messaging.kafka.message.key': v.chave_particao ?? v.correlacao_id,
+        'feromonios.tipo': v.tipo,
+        'feromonios.origem': v.origem,
+      }),
+    );
+    const out = validados.map((v) => eventoValidado(v));
+    try {
+      await this.withDeadline(async () => {
+        const planned = validados.map((v, i) =>
+          this.plan(v, ids[i] as number, traceparentOf(spans[i] as Span), counters[i] as number),
+        );
+        await this.ensureTopics([...new Set(planned.map((m) => m.topic))]);
+        for (const m of planned)
+          m.message.partition = this.partitioner({
+            topic: m.topic,
+            partitionMetadata: this.partitionMetadata(m.topic),
+            message: m.message,
+          });
+        const positions = await this.enqueue(planned);
+        positions.forEach((posicao, i) => {
+          (out[i] as EventoConsultado).posicao = posicao;
+          if (!posicao) return;
+          spans[i]?.setAttributes({
+            'messaging.destination.partition.id': String(posicao.particao),
+            'messaging.kafka.offset': Number(posicao.offset),
+          });
+        });
+      });
+    } catch (err) {
+      spans.forEach((sp) => endSpan(sp, err));
+      throw err;
+    }
+    spans.forEach((sp) => endSpan(sp));
+    return out;
+  }
+
+  /** Counts and logs acknowledged events. */
+  private published(validados: EventoValidado[], out: EventoConsultado[], started: bigint): void {
+    this.observe(validados, started, 'ok');
+    for (const ev of out)
+      this.d.logger.info('event published', {
+        event_id: ev.event_id,
+        correlacao_id: ev.correlacao_id,
+        tipo: ev.tipo,
+        origem: ev.origem,
+        posicao: ev.posicao,
+      });
   }
 
   /** Counts and logs a refused publish (validation or broker), labelled by its first event. */
@@ -176,7 +271,9 @@ export class Publisher {
    * together in the next one (kafkajs has no linger, and one in-flight request is what keeps the
    * idempotent producer ordered). An idle publisher sends at once; a busy one sends fewer, larger
    * requests. Each call keeps its own messages in order, and calls keep their arrival order, so
-   * order within a partition is the order of the calls.
+   * order within a partition is the order of the calls. A request of several calls that the
+   * broker refuses for good is sent again one call at a time: a call fails for its own records
+   * only, never for a record too large that another call put in the same request.
    */
   private enqueue(planned: Array<{ topic: string; message: Message }>): Promise<PosicaoKafka[]> {
     return new Promise((resolve, reject) => {
@@ -198,34 +295,20 @@ export class Publisher {
           for (const m of next.planned) bytes += (m.message.value as Buffer | null)?.length ?? 0;
         }
         try {
-          const byTopic = new Map<string, Message[]>();
-          for (const q of take)
-            for (const m of q.planned) {
-              const list = byTopic.get(m.topic);
-              if (list) list.push(m.message);
-              else byTopic.set(m.topic, [m.message]);
-            }
-          const results = await this.sendWithPatience(byTopic);
-          // Each partition reports the offset of its first message; the rest follow in order.
-          const next = new Map(results.map((r) => [`${r.topicName}/${r.partition}`, BigInt(r.baseOffset ?? '-1')]));
-          const keyOf = (m: { topic: string; message: Message }) => `${m.topic}/${m.message.partition}`;
-          for (const q of take) {
-            // never acknowledged without the broker's word (SessionProducer checks every partition)
-            const unanswered = q.planned.find((m) => !next.has(keyOf(m)));
-            if (unanswered) {
-              q.reject(new BrokerError(`the broker did not acknowledge ${keyOf(unanswered)}`));
-              continue;
-            }
-            q.resolve(
-              q.planned.map((m) => {
-                const offset = next.get(keyOf(m)) as bigint;
-                next.set(keyOf(m), offset + 1n);
-                return { topico: m.topic, particao: m.message.partition as number, offset: String(offset) };
-              }),
-            );
-          }
+          this.settle(take, await this.sendWithPatience(byTopicOf(take)));
         } catch (err) {
-          for (const q of take) q.reject(err);
+          if (take.length > 1 && !isRetriable(err) && !brokerSecurityFailure(err)) {
+            // Refused for good — but maybe for one call's records only (one too large for its
+            // topic): a call must not fail for another's record it shared a request with. Each
+            // call alone, in arrival order (the order within each partition stays theirs).
+            for (const q of take) {
+              try {
+                this.settle([q], await this.sendWithPatience(byTopicOf([q])));
+              } catch (one) {
+                q.reject(one);
+              }
+            }
+          } else for (const q of take) q.reject(err);
         }
         // A request that carried several calls means concurrent callers: let the ones just answered
         // publish again before the next request is cut (their next calls reach the queue after a
@@ -235,6 +318,30 @@ export class Publisher {
       }
     } finally {
       this.sending = false;
+    }
+  }
+
+  /**
+   * Resolves each call of a request with its records' positions: each partition reports the
+   * offset of its first message, the rest follow in order. A call with a partition the broker did
+   * not answer for is refused (never acknowledged without the broker's word).
+   */
+  private settle(take: QueuedSend[], results: RecordMetadata[]): void {
+    const next = new Map(results.map((r) => [`${r.topicName}/${r.partition}`, BigInt(r.baseOffset ?? '-1')]));
+    const keyOf = (m: { topic: string; message: Message }) => `${m.topic}/${m.message.partition}`;
+    for (const q of take) {
+      const unanswered = q.planned.find((m) => !next.has(keyOf(m)));
+      if (unanswered) {
+        q.reject(new BrokerError(`the broker did not acknowledge ${keyOf(unanswered)}`));
+        continue;
+      }
+      q.resolve(
+        q.planned.map((m) => {
+          const offset = next.get(keyOf(m)) as bigint;
+          next.set(keyOf(m), offset + 1n);
+          return { topico: m.topic, particao: m.message.partition as number, offset: String(offset) };
+        }),
+      );
     }
   }
 
@@ -360,6 +467,24 @@ export class Publisher {
       this.d.metrics.publishDuration.observe({ tipo: v.tipo, origem: v.origem, result }, seconds);
     }
   }
+}
+
+/** A refusal for good as the SDK types it. */
+const refusal = (err: unknown): FeromoniosError =>
+  err instanceof FeromoniosError
+    ? err
+    : new BrokerRejectedError(`broker refused the record: ${(err as Error).message}`, err);
+
+/** The records of these calls, by topic, in call order. */
+function byTopicOf(take: QueuedSend[]): Map<string, Message[]> {
+  const byTopic = new Map<string, Message[]>();
+  for (const q of take)
+    for (const m of q.planned) {
+      const list = byTopic.get(m.topic);
+      if (list) list.push(m.message);
+      else byTopic.set(m.topic, [m.message]);
+    }
+  return byTopic;
 }
 
 const labelOf = (v: unknown): string => (typeof v === 'string' && v.length <= 100 ? v : 'invalido');
