@@ -525,7 +525,7 @@ export class Bridge {
           // the coordinator it joined with and would retry it for its whole budget (~30 s, fault
           // scenario 7: a partition unstaged that long after the quorum came back) — the consumer
           // crashes now instead, and the lane starts anew (scheduleRestart) and finds the new one.
-          const gone = isBrokerUnreachable(err);
+          const gone = !this.stopping && isBrokerUnreachable(err);
           this.o.logger.error(
             gone
               ? 'batch failed: a broker is unreachable, the consumer starts anew'

@@ -184,11 +184,15 @@ export function orderRound(rows: readonly StagedRef[], ctx: RoundContext): Round
         marks.set(r.ordem_sessao, Math.max(marks.get(r.ordem_sessao) ?? 0, r.ordem_firme));
     const newlyHeld: number[] = [];
     for (const [sessao, list] of bySession) {
-      const last = ctx.sessoes.ultimo.get(sessao);
-      if (last === undefined) continue; // a session first seen now: nothing to compare with
       list.sort(
         (a, b) => ((sorted[a] as StagedRef).ordem_contador ?? 0) - ((sorted[b] as StagedRef).ordem_contador ?? 0),
       );
+      // a session first seen now (its earlier events written before this sequencer led, or not
+      // at all yet): nothing before its lowest staged counter is waited for, but a gap between
+      // its staged counters is — fault scenario 7 caught a first round after an outage writing a
+      // pass's copies on two partitions while the third's were still on their way
+      const last =
+        ctx.sessoes.ultimo.get(sessao) ?? ((sorted[list[0] as number] as StagedRef).ordem_contador as number) - 1;
       const settled = ctx.sessoes.incompleto
         ? 0
         : Math.max(ctx.sessoes.firme?.get(sessao) ?? 0, marks.get(sessao) ?? 0);

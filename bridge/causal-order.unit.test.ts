@@ -73,6 +73,19 @@ describe('orderRound across rounds: gaps in a session', () => {
     expect(r.gapsExpired).toEqual([{ sessao: 's', desde: 5, ate: 8 }]);
   });
 
+  it('a session first seen waits for nothing before its lowest staged counter, but for a gap between its staged counters', () => {
+    // the first round after an outage: an outbox pass's copies on two partitions (5, 6, 8), the
+    // third's (7) still on its way; nothing of the session written by this sequencer before
+    const at = (c: number) => ref({ ordem_sessao: 'new', ordem_contador: c, ordem_firme: 5 });
+    const [c5, c6, c8] = [at(5), at(6), at(8)];
+    const ctx = { inLog: new Set<string>(), now: NOW, holdMs: HOLD, sessoes: sess({}) };
+    const r = orderRound([c8, c6, c5], ctx);
+    expect(ids(r.write)).toEqual([c5.event_id, c6.event_id]);
+    expect(r.held.map((h) => [h.row.event_id, h.cause])).toEqual([[c8.event_id, 'new:7']]);
+    const c7 = at(7);
+    expect(ids(orderRound([c8, c7, c6, c5], ctx).write)).toEqual(ids([c5, c6, c7, c8]));
+  });
+
   it('a round short of a partition (given up) settles no gap by a mark: the counter may be acknowledged and not staged', () => {
     // mark 7: 5 and 6 acknowledged by Kafka — but a partition given up may hold them, unstaged
     const c7 = ref({ ordem_sessao: 's', ordem_contador: 7, ordem_firme: 7 });
@@ -140,7 +153,8 @@ describe('orderRound across rounds: gaps in a session', () => {
         fc.integer({ min: 0, max: 10 }),
         fc.option(fc.integer({ min: 1, max: 30 })),
         fc.boolean(),
-        (evs, last, earlierMark, incompleto) => {
+        fc.boolean(),
+        (evs, lastWritten, earlierMark, incompleto, firstSeen) => {
           const rows = evs.map((e) =>
             ref({
               ordem_sessao: 's',
@@ -150,13 +164,15 @@ describe('orderRound across rounds: gaps in a session', () => {
             }),
           );
           const firme = earlierMark === null ? undefined : new Map([['s', earlierMark]]);
+          // a session first seen: its lowest staged counter is where it starts
+          const last = firstSeen && evs.length > 0 ? Math.min(...evs.map((e) => e.c)) - 1 : lastWritten;
           // a round short of a partition: no mark settles anything
           const settled = incompleto ? 0 : Math.max(earlierMark ?? 0, ...rows.map((x) => x.ordem_firme ?? 0));
           const r = orderRound(rows, {
             inLog: new Set(),
             now: NOW,
             holdMs: HOLD,
-            sessoes: { ...sess({ s: last }), firme, incompleto },
+            sessoes: { ...sess(firstSeen ? {} : { s: last }), firme, incompleto },
           });
           expect(r.write.length + r.held.length).toBe(rows.length);
           // written counters above `last`: contiguous from last + 1, unless the gap waited long enough

@@ -174,6 +174,33 @@ describe('a producer session’s gaps and its settled mark (feromonios_ordem)', 
   });
 });
 
+describe('a session first seen', () => {
+  it('waits for a gap between its staged counters (the first round after an outage, a pass’s copies on one partition still on their way)', async () => {
+    const db = await createTestDatabase();
+    const ns = randomNamespace();
+    const admin = await connectedAdmin();
+    startSequencer(db.pool, ns, {
+      admin: () => admin,
+      vacuumEveryRows: 0,
+      batchSize: 100,
+      pollMs: 20,
+      orderGapMs: 30_000,
+    });
+    const s = randomUUID();
+    let offset = 0;
+    const ev = (contador: number) => staged(ns, offset++, { sessao: s, contador, firme: 5 });
+    const [c5, c6, c8] = [ev(5), ev(6), ev(8)];
+    await stageEvents(db.pool, [c8, c6, c5]);
+    await waitFor(async () => (await logIds(db)).length === 2, { timeoutMs: 20_000, message: '5 and 6 written' });
+    await new Promise((r) => setTimeout(r, 2_000));
+    expect(await logIds(db)).toEqual([c5.event_id, c6.event_id]); // 8 waits for 7
+    const c7 = ev(7);
+    await stageEvents(db.pool, [c7]);
+    await waitFor(async () => (await logIds(db)).length === 4, { timeoutMs: 20_000, message: 'the four in the log' });
+    expect(await logIds(db)).toEqual([c5, c6, c7, c8].map((e) => e.event_id));
+  });
+});
+
 describe('a round short of a partition and the settled mark', () => {
   it('a partition given up (no progress) may hold counters Kafka acknowledged: a mark does not settle the gap, the wait does', async () => {
     // fault scenario 7 (CI 2026-12-04): the bridge's consumer stalled on one partition after the

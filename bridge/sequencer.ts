@@ -93,7 +93,8 @@ export class Sequencer {
   /**
    * The last counter written per producer session (rule 2 across rounds, bridge/causal-order.ts),
    * the most recently written sessions kept. Cleared when leadership is taken after another
-   * leader wrote: a new leader starts without it (a session first seen is not held).
+   * leader wrote: a new leader starts without it (a session first seen is checked only for gaps
+   * between its staged counters).
    */
   private readonly ultimoContador = new Map<string, number>();
   /** The highest settled mark of `feromonios_ordem` staged per producer session (docs/ordering.md). */
