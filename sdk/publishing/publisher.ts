@@ -145,6 +145,7 @@ export class Publisher {
       }
     });
     const batch = at.map((i) => validados[i] as EventoValidado);
+    if (batch.length === 0) return results;
     const counters = batch.map((v) => this.order.take(v.event_id));
     try {
       const out = await this.produce(batch, ids, counters);
