@@ -80,6 +80,21 @@ function startSequencer(
   return { sequencer, metrics };
 }
 
+/** A test database, a namespace, and its started sequencer that waits up to 30 s for a producer's gap. */
+async function sequencerForGaps(): Promise<{ db: TestDatabase; ns: string }> {
+  const db = await createTestDatabase();
+  const ns = randomNamespace();
+  const admin = await connectedAdmin();
+  startSequencer(db.pool, ns, {
+    admin: () => admin,
+    vacuumEveryRows: 0,
+    batchSize: 100,
+    pollMs: 20,
+    orderGapMs: 30_000,
+  });
+  return { db, ns };
+}
+
 describe('the sequencer loop', () => {
   it('a round that keeps failing is retried with backoff, counted, reported failing, and recovers by itself', async () => {
     const db = await createTestDatabase();
@@ -115,16 +130,7 @@ describe('the sequencer loop', () => {
 
 describe('a producer session’s gaps and its settled mark (feromonios_ordem)', () => {
   it('a gap still open at its producer (a send written for some partitions, sent again for the rest) holds past the old 2 s; a gap it settled does not hold', async () => {
-    const db = await createTestDatabase();
-    const ns = randomNamespace();
-    const admin = await connectedAdmin();
-    startSequencer(db.pool, ns, {
-      admin: () => admin,
-      vacuumEveryRows: 0,
-      batchSize: 100,
-      pollMs: 20,
-      orderGapMs: 30_000,
-    });
+    const { db, ns } = await sequencerForGaps();
     const [open, settled] = [randomUUID(), randomUUID()];
     let offset = 0;
     const ev = (sessao: string, contador: number, firme: number) => staged(ns, offset++, { sessao, contador, firme });
@@ -176,16 +182,7 @@ describe('a producer session’s gaps and its settled mark (feromonios_ordem)', 
 
 describe('a session first seen', () => {
   it('waits for a gap between its staged counters (the first round after an outage, a pass’s copies on one partition still on their way)', async () => {
-    const db = await createTestDatabase();
-    const ns = randomNamespace();
-    const admin = await connectedAdmin();
-    startSequencer(db.pool, ns, {
-      admin: () => admin,
-      vacuumEveryRows: 0,
-      batchSize: 100,
-      pollMs: 20,
-      orderGapMs: 30_000,
-    });
+    const { db, ns } = await sequencerForGaps();
     const s = randomUUID();
     let offset = 0;
     const ev = (contador: number) => staged(ns, offset++, { sessao: s, contador, firme: 5 });
