@@ -141,12 +141,23 @@ export class SessionProducer {
   }
 }
 
-/** Whether `err` (or an error it wraps: kafkajs's retrier nests its causes) is a request that timed out. */
-export function isRequestTimeout(err: unknown, depth = 0): boolean {
+/**
+ * Whether `err` or an error it wraps (kafkajs's retrier nests its causes in `cause` and
+ * `originalError`, five levels at most looked at) is an `Error` named one of `names`.
+ */
+function wrapsErrorNamed(err: unknown, names: ReadonlySet<string>, depth = 0): boolean {
   if (!(err instanceof Error) || depth > 5) return false;
-  if (err.name === 'KafkaJSRequestTimeoutError') return true;
+  if (names.has(err.name)) return true;
   const e = err as Error & { cause?: unknown; originalError?: unknown };
-  return isRequestTimeout(e.cause, depth + 1) || isRequestTimeout(e.originalError, depth + 1);
+  return wrapsErrorNamed(e.cause, names, depth + 1) || wrapsErrorNamed(e.originalError, names, depth + 1);
+}
+
+const REQUEST_TIMEOUT = new Set(['KafkaJSRequestTimeoutError']);
+const BROKER_GONE = new Set(['KafkaJSConnectionError', 'KafkaJSConnectionClosedError', 'KafkaJSBrokerNotFound']);
+
+/** Whether `err` (or an error it wraps: kafkajs's retrier nests its causes) is a request that timed out. */
+export function isRequestTimeout(err: unknown): boolean {
+  return wrapsErrorNamed(err, REQUEST_TIMEOUT);
 }
 
 /**
@@ -156,16 +167,8 @@ export function isRequestTimeout(err: unknown, depth = 0): boolean {
  * it — a coordinator that died is retried for the consumer's whole retry budget (~30 s) before the
  * consumer crashes and finds the new one. A caller that sees this can start the consumer anew at once.
  */
-export function isBrokerUnreachable(err: unknown, depth = 0): boolean {
-  if (!(err instanceof Error) || depth > 5) return false;
-  if (
-    err.name === 'KafkaJSConnectionError' ||
-    err.name === 'KafkaJSConnectionClosedError' ||
-    err.name === 'KafkaJSBrokerNotFound'
-  )
-    return true;
-  const e = err as Error & { cause?: unknown; originalError?: unknown };
-  return isBrokerUnreachable(e.cause, depth + 1) || isBrokerUnreachable(e.originalError, depth + 1);
+export function isBrokerUnreachable(err: unknown): boolean {
+  return wrapsErrorNamed(err, BROKER_GONE);
 }
 
 /** Sends of one batch before the records kafkajs keeps leaving out are refused (retriably). */
