@@ -128,33 +128,57 @@ export function storableText(v: string, maxLength = Infinity): string {
  * and nesting is at most `maxDepth` deep. Returns the JSON pointer of the first problem.
  */
 export function jsonProblem(v: unknown, maxDepth = 64): string | undefined {
-  const walk = (x: unknown, path: string, depth: number): string | undefined => {
-    if (depth > maxDepth) return `${path || '/'}: nested deeper than ${maxDepth} levels`;
+  // Every event's payload passes here on every hop, so the walk builds no path while it goes:
+  // the pointer is put together, segment by segment, only on the way back from a problem.
+  interface Found {
+    /** The pointer's segments, innermost first. */
+    segments: string[];
+    problem: string;
+    /** The problem is a key of the object at `segments`, not a value. */
+    key?: true;
+  }
+  const walk = (x: unknown, depth: number): Found | undefined => {
+    if (depth > maxDepth) return { segments: [], problem: `nested deeper than ${maxDepth} levels` };
     if (typeof x === 'string') {
       const p = textProblem(x);
-      return p && `${path || '/'}: ${p}`;
+      return p === undefined ? undefined : { segments: [], problem: p };
     }
-    if (typeof x === 'number') return Number.isFinite(x) ? undefined : `${path || '/'}: must be a finite number`;
+    if (typeof x === 'number')
+      return Number.isFinite(x) ? undefined : { segments: [], problem: 'must be a finite number' };
     if (x === null || typeof x === 'boolean') return undefined;
     if (Array.isArray(x)) {
       for (let i = 0; i < x.length; i++) {
-        const p = walk(x[i], `${path}/${i}`, depth + 1);
-        if (p) return p;
+        const found = walk(x[i], depth + 1);
+        if (found) {
+          found.segments.push(String(i));
+          return found;
+        }
       }
       return undefined;
     }
     if (typeof x === 'object') {
-      for (const [k, val] of Object.entries(x)) {
+      const keys = Object.keys(x);
+      for (let i = 0; i < keys.length; i++) {
+        const k = keys[i] as string;
         const kp = textProblem(k);
-        if (kp) return `${path}/(a key): ${kp}`;
-        const p = walk(val, `${path}/${k.replace(/~/g, '~0').replace(/\//g, '~1')}`, depth + 1);
-        if (p) return p;
+        if (kp) return { segments: [], problem: kp, key: true };
+        const found = walk((x as Record<string, unknown>)[k], depth + 1);
+        if (found) {
+          found.segments.push(k.replace(/~/g, '~0').replace(/\//g, '~1'));
+          return found;
+        }
       }
       return undefined;
     }
-    return `${path || '/'}: ${typeOf(x)} is not JSON`;
+    return { segments: [], problem: `${typeOf(x)} is not JSON` };
   };
-  return walk(v, '', 0);
+  const found = walk(v, 0);
+  if (!found) return undefined;
+  const path = found.segments
+    .reverse()
+    .map((s) => `/${s}`)
+    .join('');
+  return found.key ? `${path}/(a key): ${found.problem}` : `${path || '/'}: ${found.problem}`;
 }
 
 const hasLoneSurrogate = (s: string): boolean =>
