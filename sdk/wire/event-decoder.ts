@@ -57,14 +57,23 @@ export class EventDecoder {
     }
     // The shared rule of what PostgreSQL accepts (storable.ts): a record that passes here can
     // always be written, so it can never block its partition in the bridge.
-    const headerProblems = [
-      ['ce_time', timestampProblem(meta.timestamp)],
-      ['ce_source', colonyCodeProblem(meta.origem)],
-      ['ce_type', textProblem(meta.tipo, 255)],
-      ['ce_versaoschema', textProblem(meta.versao_schema, 20)],
-    ].filter(([, p]) => p !== undefined);
-    if (headerProblems.length > 0)
-      throw new WireFormatError('invalid-header', headerProblems.map(([h, p]) => `${h} ${p}`).join('; '));
+    const timeProblem = timestampProblem(meta.timestamp);
+    const sourceProblem = colonyCodeProblem(meta.origem);
+    const typeProblem = textProblem(meta.tipo, 255);
+    const versionProblem = textProblem(meta.versao_schema, 20);
+    if (timeProblem || sourceProblem || typeProblem || versionProblem)
+      throw new WireFormatError(
+        'invalid-header',
+        [
+          ['ce_time', timeProblem],
+          ['ce_source', sourceProblem],
+          ['ce_type', typeProblem],
+          ['ce_versaoschema', versionProblem],
+        ]
+          .filter(([, p]) => p !== undefined)
+          .map(([h, p]) => `${h} ${p}`)
+          .join('; '),
+      );
     if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) {
       throw new WireFormatError('schema-invalid', 'payload is not a JSON object');
     }

@@ -116,29 +116,31 @@ export function headerString(headers: IHeaders | undefined, name: string): strin
  * `correlacao_id` to the event id, as on publish. Throws `missing-header` naming the header.
  */
 export function parseHeaders(headers: IHeaders | undefined): Metadata & { traceparent?: string } {
-  const need = (name: string): string => {
-    const v = headerString(headers, name);
-    if (!v) throw new WireFormatError('missing-header', `required header '${name}' is missing`);
-    return v;
-  };
   // the CloudEvents binding's required attributes, as docs/wire-format.md lists them
-  const spec = need(HEADER.specversion);
+  const spec = requiredHeader(headers, HEADER.specversion);
   if (spec !== SPEC_VERSION)
     throw new WireFormatError('invalid-header', `ce_specversion must be ${SPEC_VERSION}, got another version`);
-  const contentType = need(HEADER.contentType).split(';')[0]?.trim().toLowerCase() ?? '';
+  const contentType = requiredHeader(headers, HEADER.contentType).split(';')[0]?.trim().toLowerCase() ?? '';
   if (!ACCEPTED_CONTENT_TYPES.includes(contentType))
     throw new WireFormatError('invalid-header', `content-type must be ${ACCEPTED_CONTENT_TYPES.join(' or ')}`);
-  const event_id = need(HEADER.id);
+  const event_id = requiredHeader(headers, HEADER.id);
   const traceparent = headerString(headers, HEADER.traceparent);
   return {
     event_id,
-    tipo: need(HEADER.type),
-    origem: need(HEADER.source),
-    timestamp: need(HEADER.time),
+    tipo: requiredHeader(headers, HEADER.type),
+    origem: requiredHeader(headers, HEADER.source),
+    timestamp: requiredHeader(headers, HEADER.time),
     versao_schema: headerString(headers, HEADER.versaoSchema) ?? '1.0.0',
     correlacao_id: headerString(headers, HEADER.correlacaoId) ?? event_id,
     causation_id: headerString(headers, HEADER.causationId) ?? null,
     tenant_id: headerString(headers, HEADER.tenantId) ?? null,
     ...(traceparent ? { traceparent } : {}),
   };
+}
+
+/** A header every record must have, as a non-empty string; `missing-header` names it otherwise. */
+function requiredHeader(headers: IHeaders | undefined, name: string): string {
+  const v = headerString(headers, name);
+  if (!v) throw new WireFormatError('missing-header', `required header '${name}' is missing`);
+  return v;
 }
