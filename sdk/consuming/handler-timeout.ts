@@ -7,21 +7,42 @@ export interface Tentativa {
 }
 
 /**
+ * One attempt: its signal, made on the first read, and its abort. A class, not closures: every
+ * delivered event makes one, and a closure per event and per member showed in the profile.
+ */
+class Attempt implements Tentativa {
+  private ctl: AbortController | undefined;
+  private aborted = false;
+
+  get signal(): AbortSignal {
+    if (!this.ctl) {
+      this.ctl = new AbortController();
+      if (this.aborted) this.ctl.abort();
+    }
+    return this.ctl.signal;
+  }
+
+  abort(): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    this.ctl?.abort();
+  }
+}
+
+/**
  * The attempts running under each closing signal: one `abort` listener per bus, not one per
  * attempt (an `EventTarget` listener added and removed for every delivered event cost ~1.2 µs).
  */
-const running = new WeakMap<AbortSignal, Set<() => void>>();
+const running = new WeakMap<AbortSignal, Set<Attempt>>();
 
-function whileRunning(closing: AbortSignal, abort: () => void): () => void {
+function attemptsUnder(closing: AbortSignal): Set<Attempt> {
   let attempts = running.get(closing);
   if (!attempts) {
-    const set = new Set<() => void>();
-    closing.addEventListener('abort', () => [...set].forEach((a) => a()), { once: true });
+    const set = new Set<Attempt>();
+    closing.addEventListener('abort', () => [...set].forEach((a) => a.abort()), { once: true });
     running.set(closing, (attempts = set));
   }
-  attempts.add(abort);
-  const mine = attempts;
-  return () => void mine.delete(abort);
+  return attempts;
 }
 
 /**
@@ -40,41 +61,27 @@ export function withHandlerTimeout<T>(
   closing: AbortSignal,
   run: (tentativa: Tentativa) => Promise<T> | T,
 ): Promise<T> {
-  let ctl: AbortController | undefined;
-  let aborted = false;
-  const abort = (): void => {
-    if (aborted) return;
-    aborted = true;
-    ctl?.abort();
-  };
-  const tentativa: Tentativa = {
-    get signal() {
-      if (!ctl) {
-        ctl = new AbortController();
-        if (aborted) ctl.abort();
-      }
-      return ctl.signal;
-    },
-  };
-  if (closing.aborted) abort();
-  const forget = whileRunning(closing, abort);
+  const attempt = new Attempt();
+  if (closing.aborted) attempt.abort();
+  const attempts = attemptsUnder(closing);
+  attempts.add(attempt);
   return new Promise<T>((resolve, reject) => {
     const timer = setTimeout(() => {
-      forget();
-      abort();
+      attempts.delete(attempt);
+      attempt.abort();
       reject(new HandlerTimeoutError(nome, timeoutMs));
     }, timeoutMs);
-    Promise.resolve()
-      .then(() => run(tentativa))
+    Promise.resolve(attempt)
+      .then(run)
       .then(
         (v) => {
           clearTimeout(timer);
-          forget();
+          attempts.delete(attempt);
           resolve(v);
         },
         (err: unknown) => {
           clearTimeout(timer);
-          forget();
+          attempts.delete(attempt);
           // the handler's own rejection reason, passed on as it is (it may not be an Error)
           // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors
           reject(err);
