@@ -99,6 +99,43 @@ describe('inscrever over the real broker', () => {
     expect(dlq!.value).toBeInstanceOf(Buffer); // the original record, re-deliverable
   });
 
+  it('gives every attempt and every handler a payload of its own: what a handler changes, no retry, other handler or scrubbed error text sees', async () => {
+    const bus = await createTestBus();
+    const original = SAMPLE_PAYLOADS['demanda.recebida']!;
+    const seen: { only: unknown[]; first: unknown[]; second: unknown[] } = { only: [], first: [], second: [] };
+    // the event's only handler in its colony: it damages its payload, then fails quoting a personal value
+    bus.inscrever(
+      'demanda.recebida',
+      'D-4',
+      function estraga(e) {
+        seen.only.push(structuredClone(e.payload));
+        const texto = e.payload.texto_bruto as string;
+        e.payload.texto_bruto = 'trocado';
+        delete e.payload.cidadao_id;
+        throw new Error(`não consegui tratar "${texto}"`);
+      },
+      fast,
+    );
+    // two handlers of one colony: the first changes its payload, the second must not see it
+    bus.inscrever('demanda.recebida', 'D-5', function primeiro(e) {
+      seen.first.push(structuredClone(e.payload));
+      e.payload.texto_bruto = 'trocado';
+    });
+    bus.inscrever('demanda.recebida', 'D-5', function segundo(e) {
+      seen.second.push(structuredClone(e.payload));
+    });
+    await bus.inscricoesProntas();
+    await bus.publicar({ tipo: 'demanda.recebida', origem: 'D-1a', payload: { ...original } });
+    await waitFor(() => seen.second.length === 1);
+    const [dlq] = await readTopic(bus.topics.dlq('D-4'), 1);
+    expect(seen.only).toEqual([original, original, original]); // each retry gets the payload as published
+    expect(seen.first).toEqual([original]);
+    expect(seen.second).toEqual([original]);
+    const error = header(dlq!, DLQ_HEADERS.errorMessage);
+    expect(error).toContain('não consegui tratar');
+    expect(error).not.toContain(original.texto_bruto); // scrubbed of the value as published, not as the handler left it
+  });
+
   it('recovers in place when a retry succeeds: no DLQ', async () => {
     const bus = await createTestBus();
     let calls = 0;

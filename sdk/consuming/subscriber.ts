@@ -14,9 +14,16 @@ import { DLQ_HEADERS, DLQ_OUTCOME_HEADER, REPROCESS_HEADERS } from '../wire/head
 import { ensureTopics, withAdmin, type TopicNames, type TopicSettings } from '../wire/topics';
 import { RetentionGapDetector } from './retention-gaps';
 import type { PoolClient } from 'pg';
-import { endSpan, handlerTraceparent, startConsumerSpan, withActiveSpan } from '../runtime/tracing';
+import {
+  endSpan,
+  handlerTraceparent,
+  startConsumerSpan,
+  traceParentOf,
+  withActiveSpan,
+  type TraceParent,
+} from '../runtime/tracing';
 import { comContextoCausal } from '../runtime/causal-context';
-import { headerString, HEADER } from '../wire/wire-format';
+import { decodeValue, headerString, HEADER } from '../wire/wire-format';
 import { isUuid } from '../wire/storable';
 import { SessionProducer } from '../runtime/producer';
 
@@ -128,8 +135,20 @@ export class ColonySubscriber {
   private falha: FalhaInscricao | undefined;
   private readonly recent = new Map<string, true>();
   private readonly abort = new AbortController();
+  /** The handlers of each type, in subscription order (rebuilt by `add`: read once per event). */
+  private readonly porTipo = new Map<string, Inscricao[]>();
+  /** Per type, the fewest `eventosPorTransacao` among its handlers: < 2 = each event alone. */
+  private readonly lotePorTipo = new Map<string, number>();
+  /** The colony's reprocessing topic (compared with every record's topic). */
+  private readonly topicoReprocessar: string;
 
-  constructor(private readonly d: SubscriberDeps) {}
+  constructor(private readonly d: SubscriberDeps) {
+    this.topicoReprocessar = d.topics.reprocessar(d.colonia);
+  }
+
+  private manipuladoresDe(tipo: string | undefined): readonly Inscricao[] {
+    return (tipo !== undefined && this.porTipo.get(tipo)) || [];
+  }
 
   get groupId(): string {
     return this.d.topics.grupo(this.d.colonia);
@@ -144,12 +163,16 @@ export class ColonySubscriber {
       );
     }
     eventosPorTransacao(opcoes.inbox); // INVALID_FIELD now, not at the first event
-    this.inscricoes.push({
+    const inscricao: Inscricao = {
       tipo,
       nome: manipulador.name || `anônimo#${doTipo + 1}`,
       manipulador,
       opcoes: { ...defaultOpcoesInscricao, ...opcoes },
-    });
+    };
+    this.inscricoes.push(inscricao);
+    const doMesmoTipo = [...this.manipuladoresDe(tipo), inscricao];
+    this.porTipo.set(tipo, doMesmoTipo);
+    this.lotePorTipo.set(tipo, Math.min(...doMesmoTipo.map((i) => eventosPorTransacao(i.opcoes.inbox))));
     this.ready = false;
     this.requestSync();
   }
@@ -444,26 +467,42 @@ export class ColonySubscriber {
    * consumer stops or the partition was sought; after each message resolve its offset, heartbeat,
    * commit when due) — except that consecutive events whose every handler batches its inbox
    * (`eventosPorTransacao` > 1) are handled together (`handleRun`), their offsets resolved after.
+   *
+   * Heartbeats go out only between messages (kafkajs #447), so a timer keeps the membership
+   * alive while a long handler runs — one per fetch, not one per event — and the member is
+   * neither evicted nor triggers a rebalance.
    */
   private async handleBatch(p: EachBatchPayload): Promise<void> {
     const { topic, partition, messages } = p.batch;
-    for (let i = 0; i < messages.length;) {
-      if (!p.isRunning() || p.isStale()) return;
-      const run = await this.runAgrupavel(topic, partition, messages, i);
-      const heartbeat = (): Promise<void> => p.heartbeat();
-      if (run.length > 1) await this.handleRun(topic, partition, run, heartbeat);
-      else
-        await this.handle({
-          topic,
-          partition,
-          message: messages[i] as EachMessagePayload['message'],
-          heartbeat,
-          pause: () => p.pause(),
-        });
-      i += Math.max(1, run.length);
-      p.resolveOffset((messages[i - 1] as EachMessagePayload['message']).offset);
-      await p.heartbeat();
-      await p.commitOffsetsIfNecessary();
+    const beat = setInterval(
+      () => void p.heartbeat().catch(() => undefined),
+      Math.min(2_000, this.d.sessionTimeoutMs / 4),
+    );
+    // kafkajs's heartbeat and commit check are async calls that act at most every few seconds:
+    // asked between messages every BETWEEN_CHECKS_MS, and after the fetch's last one
+    let checked = performance.now();
+    try {
+      for (let i = 0; i < messages.length;) {
+        if (!p.isRunning() || p.isStale()) return;
+        const message = messages[i] as EachMessagePayload['message'];
+        // decided without decoding for a type no handler batches (the usual case): no run to build
+        const run =
+          topic !== this.topicoReprocessar &&
+          (this.lotePorTipo.get(headerString(message.headers, HEADER.type) ?? '') ?? 1) > 1
+            ? await this.runAgrupavel(topic, partition, messages, i)
+            : [];
+        if (run.length > 1) await this.handleRun(topic, partition, run);
+        else await this.handle(topic, partition, message);
+        i += Math.max(1, run.length);
+        p.resolveOffset((messages[i - 1] as EachMessagePayload['message']).offset);
+        if (i >= messages.length || performance.now() - checked >= BETWEEN_CHECKS_MS) {
+          await p.heartbeat();
+          await p.commitOffsetsIfNecessary();
+          checked = performance.now();
+        }
+      }
+    } finally {
+      clearInterval(beat);
     }
   }
 
@@ -480,13 +519,14 @@ export class ColonySubscriber {
     from: number,
   ): Promise<Array<{ message: EachMessagePayload['message']; evento: EventoConsultado }>> {
     const run: Array<{ message: EachMessagePayload['message']; evento: EventoConsultado }> = [];
-    if (topic === this.d.topics.reprocessar(this.d.colonia)) return run;
+    if (topic === this.topicoReprocessar) return run;
     let max = Infinity;
     const ids = new Set<string>();
     for (let i = from; i < messages.length && run.length < max; i++) {
       const message = messages[i] as EachMessagePayload['message'];
-      const handlers = this.inscricoes.filter((h) => h.tipo === headerString(message.headers, HEADER.type));
-      const n = Math.min(...handlers.map((h) => eventosPorTransacao(h.opcoes.inbox)));
+      const tipo = headerString(message.headers, HEADER.type);
+      const handlers = this.manipuladoresDe(tipo);
+      const n = this.lotePorTipo.get(tipo ?? '') ?? 1;
       if (handlers.length === 0 || n < 2) break;
       let evento: EventoConsultado;
       try {
@@ -511,22 +551,12 @@ export class ColonySubscriber {
     topic: string,
     partition: number,
     run: Array<{ message: EachMessagePayload['message']; evento: EventoConsultado }>,
-    heartbeat: () => Promise<void>,
   ): Promise<void> {
-    const beat = setInterval(
-      () => void heartbeat().catch(() => undefined),
-      Math.min(2_000, this.d.sessionTimeoutMs / 4),
-    );
-    try {
-      const porManipulador = new Map<Inscricao, typeof run>();
-      for (const r of run)
-        for (const h of this.inscricoes.filter((i) => i.tipo === r.evento.tipo))
-          porManipulador.set(h, [...(porManipulador.get(h) ?? []), r]);
-      await Promise.all([...porManipulador].map(([h, itens]) => this.loteDoManipulador(h, itens, topic, partition)));
-      for (const r of run) this.remember(r.evento.event_id);
-    } finally {
-      clearInterval(beat);
-    }
+    const porManipulador = new Map<Inscricao, typeof run>();
+    for (const r of run)
+      for (const h of this.manipuladoresDe(r.evento.tipo)) porManipulador.set(h, [...(porManipulador.get(h) ?? []), r]);
+    await Promise.all([...porManipulador].map(([h, itens]) => this.loteDoManipulador(h, itens, topic, partition)));
+    for (const r of run) this.remember(r.evento.event_id);
   }
 
   /**
@@ -551,10 +581,11 @@ export class ColonySubscriber {
         async (transacao, i) => {
           const { evento, message } = itens[i] as (typeof itens)[number];
           atual = evento;
-          const span = this.spanDoManipulador(h, evento, topic, partition, message, 1);
+          const traceparent = traceParentOf(headerString(message.headers, HEADER.traceparent));
+          const span = this.spanDoManipulador(h, evento, topic, partition, message, 1, traceparent);
           const t0 = process.hrtime.bigint();
           try {
-            await comContextoCausal(this.causa(evento, span, message), () =>
+            await comContextoCausal(this.causa(evento, span, traceparent), () =>
               withActiveSpan(span, () =>
                 withHandlerTimeout(h.nome, h.opcoes.timeoutMs, this.abort.signal, (t) =>
                   h.manipulador(
@@ -596,45 +627,37 @@ export class ColonySubscriber {
     }
   }
 
-  private async handle(payload: EachMessagePayload): Promise<void> {
-    const { topic, partition, message } = payload;
-    // Heartbeats go out only between messages (kafkajs #447): keep the membership alive
-    // while a long handler runs, so it is neither evicted nor triggers a rebalance.
-    const beat = setInterval(
-      () => void payload.heartbeat().catch(() => undefined),
-      Math.min(2_000, this.d.sessionTimeoutMs / 4),
-    );
+  /** One event alone: decoded (or dead-lettered), then every handler of its type, protected. */
+  private async handle(topic: string, partition: number, message: EachMessagePayload['message']): Promise<void> {
+    const reprocess = topic === this.topicoReprocessar;
+    let evento: EventoConsultado;
     try {
-      const reprocess = topic === this.d.topics.reprocessar(this.d.colonia);
-      let evento: EventoConsultado;
-      try {
-        // the redacted log copy (fields the policy dropped) skips the schema check — only when
-        // the platform sent it back on the reprocessing topic, never for a header on a live topic
-        evento = await this.d.decoder.decode(
-          message,
-          { topico: topic, particao: partition, offset: message.offset },
-          { validateSchema: !(reprocess && headerString(message.headers, REPROCESS_HEADERS.redacted) === 'true') },
-        );
-      } catch (err) {
-        if (isRetriable(err)) throw err; // registry down: kafkajs retries the message
-        await this.deadLetter(topic, partition, message, 'decodificador', err, 1);
-        return;
-      }
-      if (reprocess) {
-        await this.reprocess(evento, topic, partition, message);
-        return;
-      }
-      if (this.recent.has(evento.event_id)) {
-        this.d.metrics.consumed.inc({ tipo: evento.tipo, colonia: this.d.colonia, result: 'duplicate' });
-        return;
-      }
-      const handlers = this.inscricoes.filter((i) => i.tipo === evento.tipo);
-      // Each handler independently: one failing never affects another (seed 3.5).
-      await Promise.all(handlers.map((h) => this.executarProtegido(h, evento, topic, partition, message)));
-      this.remember(evento.event_id);
-    } finally {
-      clearInterval(beat);
+      // the redacted log copy (fields the policy dropped) skips the schema check — only when
+      // the platform sent it back on the reprocessing topic, never for a header on a live topic
+      evento = await this.d.decoder.decode(
+        message,
+        { topico: topic, particao: partition, offset: message.offset },
+        { validateSchema: !(reprocess && headerString(message.headers, REPROCESS_HEADERS.redacted) === 'true') },
+      );
+    } catch (err) {
+      if (isRetriable(err)) throw err; // registry down: kafkajs retries the message
+      await this.deadLetter(topic, partition, message, 'decodificador', err, 1);
+      return;
     }
+    if (reprocess) {
+      await this.reprocess(evento, topic, partition, message);
+      return;
+    }
+    if (this.recent.has(evento.event_id)) {
+      this.d.metrics.consumed.inc({ tipo: evento.tipo, colonia: this.d.colonia, result: 'duplicate' });
+      return;
+    }
+    const handlers = this.manipuladoresDe(evento.tipo);
+    // Each handler independently: one failing never affects another (seed 3.5).
+    if (handlers.length === 1)
+      await this.executarProtegido(handlers[0] as Inscricao, evento, topic, partition, message, { unico: true });
+    else await Promise.all(handlers.map((h) => this.executarProtegido(h, evento, topic, partition, message)));
+    this.remember(evento.event_id);
   }
 
   /**
@@ -689,49 +712,79 @@ export class ColonySubscriber {
     });
   }
 
-  /** The seed's `executarProtegido`, over Kafka: span, metrics, retries, timeout, DLQ. `false` = dead-lettered. */
+  /**
+   * The seed's `executarProtegido`, over Kafka: span, metrics, retries, timeout, DLQ. `false` = dead-lettered.
+   *
+   * Each attempt gets a payload of its own, so a handler that changes it changes nothing another
+   * attempt or handler sees, nor the values error texts are scrubbed of. `unico` (the event's only
+   * handler, nobody else holds `evento`): the first attempt takes the decoded payload itself, and
+   * what comes after it — a retry, the scrubbing — reads a copy parsed again from the record's bytes.
+   */
   private async executarProtegido(
     h: Inscricao,
     evento: EventoConsultado,
     topic: string,
     partition: number,
     message: EachMessagePayload['message'],
+    { unico = false }: { unico?: boolean } = {},
   ): Promise<boolean> {
-    const fields = {
-      event_id: evento.event_id,
-      correlacao_id: evento.correlacao_id,
-      colonia: this.d.colonia,
-      tipo: evento.tipo,
-      manipulador: h.nome,
-    };
     const reprocessamento =
-      topic === this.d.topics.reprocessar(this.d.colonia)
+      topic === this.topicoReprocessar
         ? {
             pedido: headerString(message.headers, REPROCESS_HEADERS.request),
             redigido: headerString(message.headers, REPROCESS_HEADERS.redacted) === 'true',
           }
         : undefined;
+    const traceparent = traceParentOf(headerString(message.headers, HEADER.traceparent));
     let lastErr: unknown;
     let attempt = 0;
     for (attempt = 1; attempt <= 1 + h.opcoes.tentativasExtras; attempt++) {
-      const span = this.spanDoManipulador(h, evento, topic, partition, message, attempt);
-      const t0 = process.hrtime.bigint();
-      const segundos = (): number => Number(process.hrtime.bigint() - t0) / 1e9;
+      const span = this.spanDoManipulador(h, evento, topic, partition, message, attempt, traceparent);
+      const t0 = performance.now();
       try {
-        const ran = await comContextoCausal(this.causa(evento, span, message), () =>
-          withActiveSpan(span, () => this.runWithTimeout(h, evento, attempt, reprocessamento)),
+        const ran = await comContextoCausal(this.causa(evento, span, traceparent), () =>
+          withActiveSpan(span, () =>
+            this.runWithTimeout(
+              h,
+              {
+                ...evento,
+                // a copy of its own: the decoded object for an only handler's first attempt, then
+                // a fresh parse of the record (unico), or a clone of the pristine decoded payload
+                payload: !unico
+                  ? structuredClone(evento.payload)
+                  : attempt === 1
+                    ? evento.payload
+                    : payloadIntacto(evento, message, unico),
+              },
+              attempt,
+              reprocessamento,
+            ),
+          ),
         );
         endSpan(span);
-        this.observe(h, evento, ran ? 'success' : 'duplicate', segundos());
+        this.observe(h, evento, ran ? 'success' : 'duplicate', (performance.now() - t0) / 1000);
         return true;
       } catch (err) {
         lastErr = err;
         endSpan(span, err);
-        this.observe(h, evento, err instanceof HandlerTimeoutError ? 'timeout' : 'failure', segundos());
+        this.observe(
+          h,
+          evento,
+          err instanceof HandlerTimeoutError ? 'timeout' : 'failure',
+          (performance.now() - t0) / 1000,
+        );
         this.d.logger.error('handler failed', {
-          ...fields,
+          event_id: evento.event_id,
+          correlacao_id: evento.correlacao_id,
+          colonia: this.d.colonia,
+          tipo: evento.tipo,
+          manipulador: h.nome,
           tentativa: attempt,
-          error: scrubText(err instanceof Error ? err.message : String(err), evento.payload, 1000),
+          error: scrubText(
+            err instanceof Error ? err.message : String(err),
+            payloadIntacto(evento, message, unico),
+            1000,
+          ),
         });
         if (err instanceof HandlerTimeoutError || this.closed) break;
         if (attempt <= h.opcoes.tentativasExtras) {
@@ -747,7 +800,7 @@ export class ColonySubscriber {
       h.nome,
       lastErr,
       Math.min(attempt, 1 + h.opcoes.tentativasExtras),
-      evento.payload,
+      payloadIntacto(evento, message, unico),
     );
     return false;
   }
@@ -760,6 +813,7 @@ export class ColonySubscriber {
     partition: number,
     message: EachMessagePayload['message'],
     attempt: number,
+    traceparent: TraceParent | undefined,
   ): Span {
     return startConsumerSpan(
       topic,
@@ -773,48 +827,48 @@ export class ColonySubscriber {
         'feromonios.manipulador': h.nome,
         'feromonios.tentativa': attempt,
       },
-      headerString(message.headers, HEADER.traceparent),
+      traceparent,
     );
   }
 
   /** What the handler publishes is caused by this event and continues its trace. */
-  private causa(evento: EventoConsultado, span: Span, message: EachMessagePayload['message']) {
+  private causa(evento: EventoConsultado, span: Span, traceparent: TraceParent | undefined) {
     return {
       event_id: evento.event_id,
       correlacao_id: evento.correlacao_id,
       tenant_id: evento.tenant_id,
-      traceparent: handlerTraceparent(span, headerString(message.headers, HEADER.traceparent)),
+      traceparent: handlerTraceparent(span, traceparent),
     };
   }
 
-  /** Runs the handler (inside its inbox transaction, if any); `false` = already processed. */
-  private async runWithTimeout(
+  /** Runs the handler on `evento` — its own copy — inside its inbox transaction, if any; `false` = already processed. */
+  private runWithTimeout(
     h: Inscricao,
     evento: EventoConsultado,
     tentativa: number,
     reprocessamento: ContextoEntrega['reprocessamento'],
   ): Promise<boolean> {
     return withHandlerTimeout(h.nome, h.opcoes.timeoutMs, this.abort.signal, (t) => {
-      const call = (transacao?: PoolClient): Promise<void> =>
-        Promise.resolve()
-          .then(() =>
-            h.manipulador(
-              { ...evento, payload: structuredClone(evento.payload) },
-              {
-                tentativa,
-                get signal() {
-                  return t.signal;
-                },
-                transacao,
-                reprocessamento,
-              },
-            ),
-          )
-          .then(() => undefined);
+      // called inside withHandlerTimeout's promise chain: a handler that throws synchronously rejects it
+      const call = (transacao?: PoolClient): unknown =>
+        h.manipulador(evento, {
+          tentativa,
+          get signal() {
+            return t.signal;
+          },
+          transacao,
+          reprocessamento,
+        });
       const inbox = h.opcoes.inbox;
-      return inbox
-        ? withInbox(inbox, { event_id: evento.event_id, manipulador: h.nome, tipo: evento.tipo }, call)
-        : call().then(() => true);
+      if (inbox)
+        return withInbox(inbox, { event_id: evento.event_id, manipulador: h.nome, tipo: evento.tipo }, (transacao) =>
+          Promise.resolve()
+            .then(() => call(transacao))
+            .then(() => undefined),
+        );
+      const result = call();
+      // a handler that returns at once (not a promise) costs no promise of its own
+      return isThenable(result) ? Promise.resolve(result).then(() => true) : true;
     });
   }
 
@@ -897,4 +951,23 @@ export class ColonySubscriber {
   }
 }
 
+/**
+ * The event's payload as it came, never handed to a handler: `evento.payload` itself, or — when
+ * the event's only handler was given that object (`unico`) — parsed again from the record's bytes.
+ */
+const payloadIntacto = (
+  evento: EventoConsultado,
+  message: EachMessagePayload['message'],
+  unico: boolean,
+): Record<string, unknown> =>
+  unico ? (decodeValue(message.value).payload as Record<string, unknown>) : evento.payload;
+
+/** How often, at most, a fetch's loop asks kafkajs to heartbeat and to commit when due. */
+const BETWEEN_CHECKS_MS = 100;
+
 const committedOffset = (p: { offset: string }): boolean => /^\d+$/.test(p.offset);
+
+const isThenable = (v: unknown): v is PromiseLike<unknown> =>
+  (typeof v === 'object' || typeof v === 'function') &&
+  v !== null &&
+  typeof (v as { then?: unknown }).then === 'function';

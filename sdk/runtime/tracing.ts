@@ -38,10 +38,21 @@ export function startProducerSpan(topic: string, attributes: Attributes): Span {
   return messagingSpan('send', topic, attributes, { ctx });
 }
 
-/** A consumer span whose parent is the message's `traceparent`, when it has one. */
-export function startConsumerSpan(topic: string, attributes: Attributes, traceparent?: string): Span {
-  const parent = traceparent ? parseTraceparent(traceparent) : undefined;
-  const ctx = parent ? trace.setSpanContext(context.active(), parent) : context.active();
+/** A record's `traceparent` header as it came, with the span context it names. */
+export interface TraceParent {
+  header: string;
+  context: SpanContext;
+}
+
+/** The record's trace parent, read once per record; `undefined` when the header is absent or malformed. */
+export function traceParentOf(header: string | undefined): TraceParent | undefined {
+  const sc = header ? parseTraceparent(header) : undefined;
+  return sc && header ? { header, context: sc } : undefined;
+}
+
+/** A consumer span whose parent is the message's `traceparent`, when it has a valid one. */
+export function startConsumerSpan(topic: string, attributes: Attributes, parent?: TraceParent): Span {
+  const ctx = parent ? trace.setSpanContext(context.active(), parent.context) : context.active();
   return messagingSpan('process', topic, attributes, { ctx });
 }
 
@@ -134,10 +145,12 @@ export function randomId(bytes: 8 | 16): string {
 }
 
 /** The consumer span's `traceparent` when it is recording, else the event's own. */
-export function handlerTraceparent(span: Span, eventTraceparent: string | undefined): string | undefined {
-  const sc = span.spanContext();
-  if (span.isRecording() && trace.isSpanContextValid(sc)) return formatTraceparent(sc);
-  return eventTraceparent && parseTraceparent(eventTraceparent) ? eventTraceparent : undefined;
+export function handlerTraceparent(span: Span, parent: TraceParent | undefined): string | undefined {
+  if (span.isRecording()) {
+    const sc = span.spanContext();
+    if (trace.isSpanContextValid(sc)) return formatTraceparent(sc);
+  }
+  return parent?.header;
 }
 
 /** Runs `fn` with `span` as the active span (producer spans started inside become its children). */
