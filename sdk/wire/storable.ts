@@ -72,14 +72,12 @@ export function timestampProblem(v: unknown): string | undefined {
   if (typeof v !== 'string') return `must be an ISO-8601 date-time string, got ${typeOf(v)}`;
   const m = TIMESTAMP_RE.exec(v);
   if (!m) return 'must be an ISO-8601 date-time with a time zone (e.g. 2026-03-01T10:00:00Z)';
-  const [year, month, day, hour, minute, second] = [1, 2, 3, 4, 5, 6].map((i) => Number(m[i] ?? 0)) as [
-    number,
-    number,
-    number,
-    number,
-    number,
-    number,
-  ];
+  const year = Number(m[1]);
+  const month = Number(m[2]);
+  const day = Number(m[3]);
+  const hour = Number(m[4]);
+  const minute = Number(m[5]);
+  const second = Number(m[6] ?? 0);
   const offH = Number(m[8] ?? 0);
   const offM = Number(m[9] ?? 0);
   if (year < 1) return 'must have a year from 0001 to 9999';
@@ -128,57 +126,60 @@ export function storableText(v: string, maxLength = Infinity): string {
  * and nesting is at most `maxDepth` deep. Returns the JSON pointer of the first problem.
  */
 export function jsonProblem(v: unknown, maxDepth = 64): string | undefined {
-  // Every event's payload passes here on every hop, so the walk builds no path while it goes:
-  // the pointer is put together, segment by segment, only on the way back from a problem.
-  interface Found {
-    /** The pointer's segments, innermost first. */
-    segments: string[];
-    problem: string;
-    /** The problem is a key of the object at `segments`, not a value. */
-    key?: true;
-  }
-  const walk = (x: unknown, depth: number): Found | undefined => {
-    if (depth > maxDepth) return { segments: [], problem: `nested deeper than ${maxDepth} levels` };
-    if (typeof x === 'string') {
-      const p = textProblem(x);
-      return p === undefined ? undefined : { segments: [], problem: p };
-    }
-    if (typeof x === 'number')
-      return Number.isFinite(x) ? undefined : { segments: [], problem: 'must be a finite number' };
-    if (x === null || typeof x === 'boolean') return undefined;
-    if (Array.isArray(x)) {
-      for (let i = 0; i < x.length; i++) {
-        const found = walk(x[i], depth + 1);
-        if (found) {
-          found.segments.push(String(i));
-          return found;
-        }
-      }
-      return undefined;
-    }
-    if (typeof x === 'object') {
-      const keys = Object.keys(x);
-      for (let i = 0; i < keys.length; i++) {
-        const k = keys[i] as string;
-        const kp = textProblem(k);
-        if (kp) return { segments: [], problem: kp, key: true };
-        const found = walk((x as Record<string, unknown>)[k], depth + 1);
-        if (found) {
-          found.segments.push(k.replace(/~/g, '~0').replace(/\//g, '~1'));
-          return found;
-        }
-      }
-      return undefined;
-    }
-    return { segments: [], problem: `${typeOf(x)} is not JSON` };
-  };
-  const found = walk(v, 0);
+  const found = jsonProblemAt(v, maxDepth, 0);
   if (!found) return undefined;
   const path = found.segments
     .reverse()
     .map((s) => `/${s}`)
     .join('');
   return found.key ? `${path}/(a key): ${found.problem}` : `${path || '/'}: ${found.problem}`;
+}
+
+/** A problem `jsonProblemAt` found. */
+interface JsonProblem {
+  /** The JSON pointer's segments, innermost first. */
+  segments: string[];
+  problem: string;
+  /** The problem is a key of the object at `segments`, not a value. */
+  key?: true;
+}
+
+// Every event's payload passes here on every hop, so the walk builds no path while it goes: the
+// pointer is put together, segment by segment, only on the way back from a problem.
+function jsonProblemAt(x: unknown, maxDepth: number, depth: number): JsonProblem | undefined {
+  if (depth > maxDepth) return { segments: [], problem: `nested deeper than ${maxDepth} levels` };
+  if (typeof x === 'string') {
+    const p = textProblem(x);
+    return p === undefined ? undefined : { segments: [], problem: p };
+  }
+  if (typeof x === 'number')
+    return Number.isFinite(x) ? undefined : { segments: [], problem: 'must be a finite number' };
+  if (x === null || typeof x === 'boolean') return undefined;
+  if (Array.isArray(x)) {
+    for (let i = 0; i < x.length; i++) {
+      const found = jsonProblemAt(x[i], maxDepth, depth + 1);
+      if (found) {
+        found.segments.push(String(i));
+        return found;
+      }
+    }
+    return undefined;
+  }
+  if (typeof x === 'object') {
+    const keys = Object.keys(x);
+    for (let i = 0; i < keys.length; i++) {
+      const k = keys[i] as string;
+      const kp = textProblem(k);
+      if (kp) return { segments: [], problem: kp, key: true };
+      const found = jsonProblemAt((x as Record<string, unknown>)[k], maxDepth, depth + 1);
+      if (found) {
+        found.segments.push(k.replace(/~/g, '~0').replace(/\//g, '~1'));
+        return found;
+      }
+    }
+    return undefined;
+  }
+  return { segments: [], problem: `${typeOf(x)} is not JSON` };
 }
 
 const hasLoneSurrogate = (s: string): boolean =>

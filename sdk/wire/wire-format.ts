@@ -64,7 +64,7 @@ export function decodeValue(value: Buffer | null): { schemaId: number; payload: 
   const schemaId = value.readUInt32BE(1);
   let payload: unknown;
   try {
-    payload = JSON.parse(value.subarray(5).toString('utf8'));
+    payload = JSON.parse(value.subarray(5).toString()); // UTF-8
   } catch (err) {
     // JSON.parse quotes the text around the error: only its position is kept (it may be personal data)
     const at = /position (\d+)/.exec((err as Error).message)?.[1];
@@ -108,7 +108,8 @@ export function headerString(headers: IHeaders | undefined, name: string): strin
   const v = headers?.[name];
   const first = Array.isArray(v) ? v[0] : v;
   if (first === undefined || first === null) return undefined;
-  return Buffer.isBuffer(first) ? first.toString('utf8') : String(first);
+  // toString() with no argument is Node's UTF-8 fast path (an encoding argument goes through a dispatcher)
+  return Buffer.isBuffer(first) ? first.toString() : String(first);
 }
 
 /**
