@@ -479,8 +479,17 @@ export class ColonySubscriber {
       Math.min(2_000, this.d.sessionTimeoutMs / 4),
     );
     // kafkajs's heartbeat and commit check are async calls that act at most every few seconds:
-    // asked between messages every BETWEEN_CHECKS_MS, and after the fetch's last one
+    // asked between messages every BETWEEN_CHECKS_MS, and after the fetch's last one. The offset
+    // of the last message handled is resolved before each of them and before the loop leaves
+    // (done, stopped, sought, or an error on its way out): what kafkajs commits is the same.
     let checked = performance.now();
+    let handled = -1;
+    let resolved = -1;
+    const resolve = (): void => {
+      if (handled <= resolved) return;
+      p.resolveOffset((messages[handled] as EachMessagePayload['message']).offset);
+      resolved = handled;
+    };
     try {
       for (let i = 0; i < messages.length;) {
         if (!p.isRunning() || p.isStale()) return;
@@ -494,14 +503,16 @@ export class ColonySubscriber {
         if (run.length > 1) await this.handleRun(topic, partition, run);
         else await this.handle(topic, partition, message);
         i += Math.max(1, run.length);
-        p.resolveOffset((messages[i - 1] as EachMessagePayload['message']).offset);
+        handled = i - 1;
         if (i >= messages.length || performance.now() - checked >= BETWEEN_CHECKS_MS) {
+          resolve();
           await p.heartbeat();
           await p.commitOffsetsIfNecessary();
           checked = performance.now();
         }
       }
     } finally {
+      resolve();
       clearInterval(beat);
     }
   }
@@ -822,7 +833,7 @@ export class ColonySubscriber {
         'messaging.destination.partition.id': String(partition),
         'messaging.kafka.offset': Number(message.offset),
         'messaging.message.id': evento.event_id,
-        ...(message.key ? { 'messaging.kafka.message.key': message.key.toString('utf8') } : {}),
+        ...(message.key ? { 'messaging.kafka.message.key': message.key.toString() } : {}),
         'feromonios.colonia': this.d.colonia,
         'feromonios.manipulador': h.nome,
         'feromonios.tentativa': attempt,
