@@ -334,6 +334,33 @@ describe('inscrever over the real broker', () => {
     expect(seen).toEqual([next.event_id]); // the first event's offset was committed
   });
 
+  it('encerrar in the middle of a fetch commits exactly the events handled: the next instance gets the rest, none twice', async () => {
+    const bus = await createTestBus();
+    const first: string[] = [];
+    bus.inscrever('demanda.categorizada', 'D-15', async (e) => {
+      first.push(e.event_id);
+      await new Promise((r) => setTimeout(r, 10));
+    });
+    await bus.inscricoesProntas();
+    // one partition (one key), so the whole backlog comes in the same fetch(es) of one partition
+    const sent = await bus.publicarLote(
+      Array.from({ length: 150 }, () => ({ ...categorizada(), chave_particao: 'uma-so-particao' })),
+    );
+    await waitFor(() => first.length >= 40);
+    await bus.encerrar(); // stops between two events of the fetch
+    const handled = first.length;
+    expect(handled).toBeLessThan(150);
+    const group = `${bus.topics.namespace}.colonia.D-15`;
+    expect(await groupLag(group, bus.topics.evento('demanda.categorizada'))).toBe(150 - handled);
+
+    const again = await createTestBus({ namespace: bus.topics.namespace });
+    const second: string[] = [];
+    again.inscrever('demanda.categorizada', 'D-15', (e) => void second.push(e.event_id));
+    await again.inscricoesProntas();
+    await waitFor(() => first.length + second.length >= 150);
+    expect([...first, ...second]).toEqual(sent.map((e) => e.event_id)); // in order, each once
+  });
+
   it('a new colony starts at the end once: restarted before its first commit, it resumes there and misses nothing published while it was down', async () => {
     // A new group starts at the end of each partition. kafkajs keeps that position in memory
     // until the first commit, so a colony stopped (or crashed) before handling anything used to
