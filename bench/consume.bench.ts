@@ -14,6 +14,11 @@ export interface ConsumeClient {
   ratio: number;
   /** Fewest events handled in a round, out of the backlog (each round must handle all of them). */
   handled: number;
+  /**
+   * CPU of this process (user + system) per event from the first event handled to the last, in
+   * µs, the median round's: every client reads on this one thread, so this is what each costs.
+   */
+  cpuMicros: number;
 }
 
 export interface ConsumeRow {
@@ -159,13 +164,15 @@ export async function benchConsume(ctx: BenchContext): Promise<ConsumeRow> {
   const sdk = sdkReader('SDK `inscrever`', true);
   const released = sdkReader("SDK, kafkajs's record decoder as released", false);
 
-  const runs = new Map<Reader, Array<{ perSec: number; handled: number }>>();
+  const runs = new Map<Reader, Array<{ perSec: number; handled: number; cpuMicros: number }>>();
   let groups = 0;
   const once = async (reader: Reader, round: number): Promise<void> => {
     progress(`consume: round ${round + 1}/${rounds} ${reader.name}…`);
     let count = 0;
     let first = 0;
     let last = 0;
+    let cpuFirst: NodeJS.CpuUsage | undefined;
+    let cpuLast: NodeJS.CpuUsage | undefined;
     // a colony code for the SDK, a group id for the references: a group of its own every time
     const group = `BENCHC${groups++}`;
     if (reader.patched) patchKafkajsRecordDecoder();
@@ -173,22 +180,34 @@ export async function benchConsume(ctx: BenchContext): Promise<ConsumeRow> {
     const isSdk = reader === sdk || reader === released;
     const stop = await reader.start(isSdk ? group : `${namespace}.${group}`, () => {
       const t = now();
-      if (count++ === 0) first = t;
+      if (count++ === 0) {
+        first = t;
+        cpuFirst = process.cpuUsage();
+      }
       last = t;
+      if (count === events) cpuLast = process.cpuUsage(cpuFirst);
     });
     const deadline = Date.now() + 180_000;
     while (count < events && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
     await stop();
     const perSec = count >= events ? (events - 1) / ((last - first) / 1000) : NaN;
-    runs.set(reader, [...(runs.get(reader) ?? []), { perSec, handled: count }]);
-    progress(`consume: ${reader.name} ${Number.isFinite(perSec) ? Math.round(perSec) : '—'}/s (${count} handled)`);
+    const cpuMicros = cpuLast ? (cpuLast.user + cpuLast.system) / (events - 1) : NaN;
+    runs.set(reader, [...(runs.get(reader) ?? []), { perSec, handled: count, cpuMicros }]);
+    progress(
+      `consume: ${reader.name} ${Number.isFinite(perSec) ? Math.round(perSec) : '—'}/s, ${cpuMicros.toFixed(1)} µs CPU per event (${count} handled)`,
+    );
   };
   for (let round = 0; round < rounds; round++) for (const r of [...refs, released, sdk]) await once(r, round);
   patchKafkajsRecordDecoder();
 
   const client = (r: Reader): Omit<ConsumeClient, 'ratio'> => {
     const xs = runs.get(r) ?? [];
-    return { name: r.name, perSec: median(xs.map((x) => x.perSec)), handled: Math.min(...xs.map((x) => x.handled)) };
+    return {
+      name: r.name,
+      perSec: median(xs.map((x) => x.perSec)),
+      handled: Math.min(...xs.map((x) => x.handled)),
+      cpuMicros: median(xs.map((x) => x.cpuMicros)),
+    };
   };
   const s = client(sdk);
   return {

@@ -197,16 +197,17 @@ export function renderReport(r: Results): { table: string; markdown: string } {
     md.push(
       '## 2b. Consume a backlog',
       '',
-      `${c.events.toLocaleString('en-US')} \`demanda.categorizada\` events already in the topic (${c.partitions} partitions, written by the SDK), read from the beginning, each client in a consumer group of its own, ${c.rounds} round${c.rounds > 1 ? 's' : ''} alternating the clients (the median round; timed from the first event handled to the last). Same guarantees everywhere: at-least-once, an offset committed only after the events before it were handled, the partitions read in parallel. The references parse each payload; the SDK decodes, checks the headers, validates against the schema, de-duplicates and runs the handler protected (timeout, retries, DLQ). The references run on kafkajs's record decoder as released; the SDK on the replacement every Feromônios client installs (ADR 0023), and once more without it (the row under the SDK's: its ratio is what the replacement buys). References: kafkajs \`eachMessage\`; kafkajs \`eachBatch\` (a fetch handled in one loop, one heartbeat and one commit per fetch); \`@platformatic/kafka\` 1.x (its stream, a commit by hand every 500 events of a partition): bench/consume.bench.ts.`,
+      `${c.events.toLocaleString('en-US')} \`demanda.categorizada\` events already in the topic (${c.partitions} partitions, written by the SDK), read from the beginning, each client in a consumer group of its own, ${c.rounds} round${c.rounds > 1 ? 's' : ''} alternating the clients (the median round; timed from the first event handled to the last). Same guarantees everywhere: at-least-once, an offset committed only after the events before it were handled, the partitions read in parallel. The references parse each payload; the SDK decodes, checks the headers, validates against the schema, de-duplicates and runs the handler protected (timeout, retries, DLQ). The references run on kafkajs's record decoder as released; the SDK on the replacement every Feromônios client installs (ADR 0023), and once more without it (the row under the SDK's: its ratio is what the replacement buys). CPU µs per event: this process's user + system time from the first event handled to the last, over the events (every client reads on this one thread). References: kafkajs \`eachMessage\`; kafkajs \`eachBatch\` (a fetch handled in one loop, one heartbeat and one commit per fetch); \`@platformatic/kafka\` 1.x (its stream, a commit by hand every 500 events of a partition): bench/consume.bench.ts.`,
       '',
     );
-    md.push(...head(['client', 'events/s', 'SDK ÷ this', 'handled (fewest in a round)']));
+    md.push(...head(['client', 'events/s', 'SDK ÷ this', 'CPU µs per event', 'handled (fewest in a round)']));
     for (const x of [c.sdk, c.released, ...c.refs])
       md.push(
         line([
           x === c.sdk ? `**${x.name}**` : x.name,
           fmt(x.perSec, 0),
           `${fmt(x.ratio, 2)}×`,
+          fmt(x.cpuMicros, 1),
           `${x.handled.toLocaleString('en-US')} / ${c.events.toLocaleString('en-US')}`,
         ]),
       );
