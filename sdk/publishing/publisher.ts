@@ -384,15 +384,22 @@ export class Publisher {
   private readonly partitioner = Partitioners.DefaultPartitioner();
   private readonly partitionCounts = new Map<string, number>();
 
+  /** The partitioner's view of each topic, built once per partition count (it only reads it). */
+  private readonly metadataByTopic = new Map<string, PartitionMetadata[]>();
+
   private partitionMetadata(topic: string): PartitionMetadata[] {
     const n = this.partitionCounts.get(topic) ?? 1;
-    return Array.from({ length: n }, (_, partitionId) => ({
+    const known = this.metadataByTopic.get(topic);
+    if (known?.length === n) return known;
+    const built = Array.from({ length: n }, (_, partitionId) => ({
       partitionId,
       leader: -1,
       replicas: [],
       isr: [],
       partitionErrorCode: 0,
     }));
+    this.metadataByTopic.set(topic, built);
+    return built;
   }
 
   private plan(
