@@ -315,6 +315,10 @@ export class ColonySubscriber {
       sessionTimeout: this.d.sessionTimeoutMs,
       heartbeatInterval: Math.min(3_000, Math.floor(this.d.sessionTimeoutMs / 3)),
       maxWaitTimeInMs: 100,
+      // kafkajs fetches again only when a fetch's batches are all handled (no prefetch): a fetch of
+      // 1 MB per partition (its default) left the colony's thread ~17 % idle reading a backlog;
+      // 4 MB, as the bridge reads, measured 1.14–1.17× (the whole response stays capped at maxBytes, 10 MB)
+      maxBytesPerPartition: 4 * 1024 * 1024,
     });
     // Ready = joined AND starting offsets resolved. A new group without `desdeOInicio` starts at
     // the end of each partition, resolved at the first fetch after the join (kafkajs emits FETCH
