@@ -116,7 +116,6 @@ export interface FalhaInscricao {
 }
 
 export class ColonySubscriber {
-  private readonly inscricoes: Inscricao[] = [];
   private consumer: Consumer | undefined;
   private dlqProducer: SessionProducer | undefined;
   private subscribedTopics = new Set<string>();
@@ -135,7 +134,7 @@ export class ColonySubscriber {
   private falha: FalhaInscricao | undefined;
   private readonly recent = new Map<string, true>();
   private readonly abort = new AbortController();
-  /** The handlers of each type, in subscription order (rebuilt by `add`: read once per event). */
+  /** The colony's subscriptions: the handlers of each type, in subscription order (read once per event). */
   private readonly porTipo = new Map<string, Inscricao[]>();
   /** Per type, the fewest `eventosPorTransacao` among its handlers: < 2 = each event alone. */
   private readonly lotePorTipo = new Map<string, number>();
@@ -155,7 +154,7 @@ export class ColonySubscriber {
   }
 
   add(tipo: string, manipulador: ManipuladorEvento, opcoes: OpcoesInscricao): void {
-    const doTipo = this.inscricoes.filter((i) => i.tipo === tipo).length;
+    const doTipo = this.manipuladoresDe(tipo).length;
     if (doTipo >= MAX_MANIPULADORES_POR_TIPO) {
       throw new FeromoniosError(
         'INVALID_FIELD',
@@ -169,7 +168,6 @@ export class ColonySubscriber {
       manipulador,
       opcoes: { ...defaultOpcoesInscricao, ...opcoes },
     };
-    this.inscricoes.push(inscricao);
     const doMesmoTipo = [...this.manipuladoresDe(tipo), inscricao];
     this.porTipo.set(tipo, doMesmoTipo);
     this.lotePorTipo.set(tipo, Math.min(...doMesmoTipo.map((i) => eventosPorTransacao(i.opcoes.inbox))));
@@ -270,7 +268,7 @@ export class ColonySubscriber {
   private async sync(): Promise<void> {
     if (this.closed) return;
     const topics = [
-      ...new Set(this.inscricoes.map((i) => this.d.topics.evento(i.tipo))),
+      ...[...this.porTipo.keys()].map((tipo) => this.d.topics.evento(tipo)),
       this.d.topics.reprocessar(this.d.colonia),
     ];
     if (this.consumer && topics.every((t) => this.subscribedTopics.has(t))) return;
@@ -687,7 +685,7 @@ export class ColonySubscriber {
     message: EachMessagePayload['message'],
   ): Promise<void> {
     const only = headerString(message.headers, REPROCESS_HEADERS.handler);
-    const handlers = this.inscricoes.filter((i) => i.tipo === evento.tipo && (!only || i.nome === only));
+    const handlers = this.manipuladoresDe(evento.tipo).filter((i) => !only || i.nome === only);
     if (handlers.length === 0) {
       const err = new FeromoniosError(
         'HANDLER_FAILED',
