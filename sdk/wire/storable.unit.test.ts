@@ -181,4 +181,45 @@ describe('texts and JSON values PostgreSQL stores unchanged', () => {
     expect(jsonProblem(deep)).toMatch(/deeper than 64/);
     expect(jsonProblem({ n: 1, b: true, z: null, s: 'texto', a: [1, 'x'] })).toBeUndefined();
   });
+
+  it('jsonProblem names the JSON pointer of a problem planted anywhere, whatever the keys on the way hold (property)', () => {
+    // keys with the pointer's own escapes in them (`/` → ~1, `~` → ~0), digits and accents
+    const key = fc.string({ unit: fc.constantFrom('a', 'é', '/', '~', '0', '1', ' '), maxLength: 6 });
+    const clean = fc.oneof(
+      fc.string({ unit: 'grapheme-ascii', maxLength: 8 }),
+      fc.integer(),
+      fc.boolean(),
+      fc.constant(null),
+    );
+    const segment = fc.oneof(
+      fc.record({ index: fc.nat({ max: 3 }), filler: fc.array(clean, { maxLength: 3 }) }),
+      fc.record({ key, siblings: fc.dictionary(key, clean, { maxKeys: 3 }) }),
+    );
+    const bad = fc.constantFrom<[unknown, RegExp]>(
+      ['x\u0000y', /must not contain a NUL/],
+      ['a\ud800', /unpaired UTF-16 surrogate/],
+      [Number.NaN, /finite number/],
+      [Infinity, /finite number/],
+      [undefined, /undefined is not JSON/],
+    );
+    const escape = (k: string): string => k.replace(/~/g, '~0').replace(/\//g, '~1');
+    fc.assert(
+      fc.property(fc.array(segment, { maxLength: 6 }), bad, fc.boolean(), (path, [leaf, problem], badKey) => {
+        // built from the leaf outwards; with badKey the problem is a NUL in a key of the innermost object
+        let tree: unknown = badKey ? { ['k\u0000']: 1 } : leaf;
+        for (const s of [...path].reverse())
+          tree =
+            'index' in s
+              ? [...s.filler.slice(0, s.index), tree, ...s.filler.slice(s.index)]
+              : { ...Object.fromEntries(Object.entries(s.siblings).filter(([k]) => k !== s.key)), [s.key]: tree };
+        const pointer = path
+          .map((s) => `/${'index' in s ? Math.min(s.index, s.filler.length) : escape(s.key)}`)
+          .join('');
+        const found = jsonProblem(tree);
+        expect(found?.startsWith(badKey ? `${pointer}/(a key): ` : `${pointer || '/'}: `)).toBe(true);
+        expect(found).toMatch(badKey ? /must not contain a NUL/ : problem);
+      }),
+      { numRuns: 3000 },
+    );
+  });
 });
