@@ -2,6 +2,7 @@ import net from 'node:net';
 import tls from 'node:tls';
 import type { ISocketFactory, KafkaConfig } from 'kafkajs';
 import { kafkaSecurity, type SegurancaKafka } from './connection-security';
+import { patchKafkajsResponseCopy } from './kafkajs-connection';
 import { patchKafkajsRecordDecoder } from './kafkajs-decoder';
 import { patchKafkajsEncoder } from './kafkajs-encoder';
 
@@ -11,11 +12,14 @@ import { patchKafkajsEncoder } from './kafkajs-encoder';
  * (`kafkaSocketFactory`). Spread it into `new Kafka({...})`; a new client gets both by using it.
  * The first call also patches kafkajs's encoder to allocate less, same bytes (`patchKafkajsEncoder`,
  * ADR 0022), and replaces its record decoder with one that returns the same records for less
- * (`patchKafkajsRecordDecoder`, ADR 0023; only before the process's first kafkajs fetch).
+ * (`patchKafkajsRecordDecoder`, ADR 0023; only before the process's first kafkajs fetch), and
+ * stops kafkajs from copying each whole response these sockets deliver a second time
+ * (`patchKafkajsResponseCopy`, ADR 0025).
  */
 export function kafkaConnection(s: SegurancaKafka | undefined): Pick<KafkaConfig, 'ssl' | 'sasl' | 'socketFactory'> {
   patchKafkajsEncoder();
   patchKafkajsRecordDecoder();
+  patchKafkajsResponseCopy();
   return { ...kafkaSecurity(s), socketFactory: kafkaSocketFactory() };
 }
 

@@ -11,6 +11,7 @@ export { jsonLogger, silentLogger, type LogFields, type LogLevel, type Logger } 
 export { kafkaLogs } from '../runtime/kafka-logs';
 export { patchKafkajsEncoder, restoreKafkajsEncoder } from '../runtime/kafkajs-encoder';
 export { patchKafkajsRecordDecoder, restoreKafkajsRecordDecoder } from '../runtime/kafkajs-decoder';
+export { patchKafkajsResponseCopy, restoreKafkajsResponseCopy } from '../runtime/kafkajs-connection';
 export { isBrokerUnreachable, SessionProducer } from '../runtime/producer';
 export { backoffDelay, sleep, type Backoff } from '../runtime/retry';
 export { setNewest } from '../runtime/bounded-map';
