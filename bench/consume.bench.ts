@@ -2,7 +2,12 @@ import { Consumer } from '@platformatic/kafka';
 import { Kafka, logLevel, type Consumer as KafkaJsConsumer } from 'kafkajs';
 import { defaultOpcoesEventBus, type PublicarEventoDto } from '../sdk';
 import { SAMPLE_PAYLOADS } from '../sdk/testing';
-import { patchKafkajsRecordDecoder, restoreKafkajsRecordDecoder } from '../sdk/service';
+import {
+  patchKafkajsRecordDecoder,
+  patchKafkajsResponseCopy,
+  restoreKafkajsRecordDecoder,
+  restoreKafkajsResponseCopy,
+} from '../sdk/service';
 import { progress, type BenchContext } from './context';
 import { now } from './stats';
 
@@ -26,7 +31,10 @@ export interface ConsumeRow {
   partitions: number;
   rounds: number;
   sdk: ConsumeClient;
-  /** The SDK on kafkajs's record decoder as released (ADR 0023); `ratio` = what the replacement buys. */
+  /**
+   * The SDK on kafkajs's record decoder and response buffering as released (ADR 0023, ADR 0025);
+   * `ratio` = what the two patches buy.
+   */
   released: ConsumeClient;
   refs: ConsumeClient[];
 }
@@ -34,7 +42,7 @@ export interface ConsumeRow {
 /** One client reading the whole backlog once, in a consumer group of its own. */
 interface Reader {
   name: string;
-  /** Runs on the SDK's record decoder (ADR 0023), or on kafkajs's as released. */
+  /** Runs on the SDK's record decoder and response buffering (ADR 0023, 0025), or on kafkajs's as released. */
   patched: boolean;
   /** Starts reading; `handled()` is called after each event is handled. Resolves to a stop function. */
   start(group: string, handled: () => void): Promise<() => Promise<void>>;
@@ -55,8 +63,9 @@ const parsePayload = (value: Buffer | null | undefined): unknown =>
  * one loop, one heartbeat and one commit per fetch) and `@platformatic/kafka` 1.x (its stream,
  * committing by hand every 500 events of a partition). Every reference parses each payload; the
  * SDK decodes, checks the headers, validates against the schema, de-duplicates, and runs the
- * handler protected (timeout, retries, DLQ). The references run on kafkajs's record decoder as
- * released, the SDK on the replacement every Feromônios client installs (ADR 0023), and once
+ * handler protected (timeout, retries, DLQ). The references run on kafkajs's record decoder and
+ * response buffering as released, the SDK on the patches every Feromônios client installs (ADR
+ * 0023, ADR 0025), and once
  * more without it. Rounds alternate the clients; each figure is the median round, timed from
  * the first event handled to the last (the group's join is not counted).
  */
@@ -164,7 +173,7 @@ export async function benchConsume(ctx: BenchContext): Promise<ConsumeRow> {
     },
   });
   const sdk = sdkReader('SDK `inscrever`', true);
-  const released = sdkReader("SDK, kafkajs's record decoder as released", false);
+  const released = sdkReader("SDK, kafkajs's record decoder and response buffering as released", false);
 
   const runs = new Map<Reader, Array<{ perSec: number; handled: number; cpuMicros: number }>>();
   let groups = 0;
@@ -177,8 +186,13 @@ export async function benchConsume(ctx: BenchContext): Promise<ConsumeRow> {
     let cpuLast: NodeJS.CpuUsage | undefined;
     // a colony code for the SDK, a group id for the references: a group of its own every time
     const group = `BENCHC${groups++}`;
-    if (reader.patched) patchKafkajsRecordDecoder();
-    else restoreKafkajsRecordDecoder();
+    if (reader.patched) {
+      patchKafkajsRecordDecoder();
+      patchKafkajsResponseCopy();
+    } else {
+      restoreKafkajsRecordDecoder();
+      restoreKafkajsResponseCopy();
+    }
     const isSdk = reader === sdk || reader === released;
     const stop = await reader.start(isSdk ? group : `${namespace}.${group}`, () => {
       const t = now();
