@@ -23,6 +23,8 @@
  * record batches, that the patched encoder writes exactly the bytes of the original.
  */
 
+import { patchKafkajsRecordEncoder, restoreKafkajsRecordEncoder } from './kafkajs-record-encoder';
+
 /** The kafkajs version the patch was written and tested against. */
 export const KAFKAJS_ENCODER_VERSION = '2.2.4';
 
@@ -154,6 +156,7 @@ function kafkajsEncoder(): EncoderClass | undefined {
 export function patchKafkajsEncoder(): boolean {
   const Encoder = kafkajsEncoder();
   if (Encoder) patchEncoder(Encoder);
+  patchKafkajsRecordEncoder(); // a record's headers written into its own buffer (the addendum)
   return Encoder !== undefined;
 }
 
@@ -164,4 +167,5 @@ export function patchKafkajsEncoder(): boolean {
 export function restoreKafkajsEncoder(): void {
   const Encoder = kafkajsEncoder();
   if (Encoder) restoreEncoder(Encoder);
+  restoreKafkajsRecordEncoder();
 }

@@ -1,0 +1,151 @@
+/**
+ * kafkajs 2.2.4's record encoder, writing a record's headers into the record's own buffer
+ * (docs/adr/0022-kafkajs-encoder-allocations.md, addendum of 2026-12-05).
+ *
+ * kafkajs encodes every record it produces with `protocol/recordBatch/record/v0/index.js`, which
+ * encodes each header with an `Encoder` of its own (`recordBatch/header/v0`) and then copies the
+ * headers' bytes into the record's encoder. A CloudEvents record carries ten headers: ten encoder
+ * objects, each with a `Buffer` of its own and a `Buffer` view to copy it out — some thirty buffer
+ * objects per record, the largest allocation of a publishing process after ADR 0022's patch
+ * (`FastBuffer` ~4 % of the thread with 64 publishers in flight).
+ *
+ * {@link recordEncoder} writes the same bytes — the same calls (`writeVarIntString(key)`,
+ * `writeVarIntBytes(value)`) on the record's encoder instead of on a fresh one per header — and
+ * computes the record's size, attributes and deltas with kafkajs's own code. Header order and the
+ * expansion of a header given as an array are kafkajs's. sdk/runtime/kafkajs-record-encoder.unit.test.ts
+ * compares it with the original on random records.
+ *
+ * kafkajs binds the record encoder when its produce request module (v3, which later versions
+ * reuse) is first loaded — at the process's first produce. So, like the record decoder (ADR
+ * 0023), the replacement goes into Node's module cache before that: `kafkaConnection` applies it
+ * when a Feromônios client is created. A process that produced with kafkajs before keeps the
+ * original (nothing breaks; only the saving is missed). Applied only to kafkajs
+ * {@link KAFKAJS_RECORD_ENCODER_VERSION}.
+ */
+
+/* eslint-disable @typescript-eslint/no-require-imports -- kafkajs's internals are CommonJS, resolved from its package */
+
+/** The kafkajs version the replacement was written and tested against. */
+export const KAFKAJS_RECORD_ENCODER_VERSION = '2.2.4';
+
+/** The parts of kafkajs's `Encoder` (`kafkajs/src/protocol/encoder`) a record's encoding uses. */
+interface RecordEncoding {
+  writeVarInt(value: number): RecordEncoding;
+  writeInt8(value: number): RecordEncoding;
+  writeVarLong(value: unknown): RecordEncoding;
+  writeVarIntBytes(value: unknown): RecordEncoding;
+  writeVarIntString(value: unknown): RecordEncoding;
+}
+
+/** kafkajs's `Encoder` class: what {@link recordEncoder} needs of it. */
+export interface RecordEncoderClass {
+  new (): RecordEncoding;
+  sizeOfVarInt(value: number): number;
+  sizeOfVarLong(value: unknown): number;
+  sizeOfVarIntBytes(value: unknown): number;
+}
+
+/** A message as kafkajs's produce request hands it to the record encoder. */
+export interface RecordInput {
+  offsetDelta?: number;
+  timestampDelta?: number;
+  key?: unknown;
+  value?: unknown;
+  headers?: Record<string, unknown>;
+}
+
+export type RecordEncoderFn = (record: RecordInput) => unknown;
+
+/**
+ * A record encoder on kafkajs's `Encoder` that writes the bytes kafkajs's own writes, headers
+ * included, into one encoder.
+ */
+export function recordEncoder(Encoder: RecordEncoderClass): RecordEncoderFn {
+  return ({ offsetDelta = 0, timestampDelta = 0, key, value, headers = {} }) => {
+    // kafkajs's own expansion: a header given as an array is that many headers, in order
+    const keys: string[] = [];
+    const values: unknown[] = [];
+    for (const headerKey of Object.keys(headers)) {
+      const v = headers[headerKey];
+      if (!Array.isArray(v)) {
+        keys.push(headerKey);
+        values.push(v);
+      } else
+        for (const each of v as unknown[]) {
+          keys.push(headerKey);
+          values.push(each);
+        }
+    }
+    let headersSize = Encoder.sizeOfVarInt(keys.length);
+    for (let i = 0; i < keys.length; i++) {
+      // as kafkajs sizes them (Buffer.byteLength throws for what it cannot size, as there)
+      const keySize = Buffer.byteLength(keys[i] as string);
+      const v = values[i];
+      const valueSize = Buffer.byteLength(v as string);
+      headersSize += Encoder.sizeOfVarInt(keySize) + keySize;
+      headersSize += v === null ? Encoder.sizeOfVarInt(-1) : Encoder.sizeOfVarInt(valueSize) + valueSize;
+    }
+    const sizeOfBody =
+      1 + // attributes
+      Encoder.sizeOfVarLong(timestampDelta) +
+      Encoder.sizeOfVarInt(offsetDelta) +
+      Encoder.sizeOfVarIntBytes(key) +
+      Encoder.sizeOfVarIntBytes(value) +
+      headersSize;
+    const encoder = new Encoder()
+      .writeVarInt(sizeOfBody)
+      .writeInt8(0) // no record attributes
+      .writeVarLong(timestampDelta)
+      .writeVarInt(offsetDelta)
+      .writeVarIntBytes(key)
+      .writeVarIntBytes(value)
+      .writeVarInt(keys.length);
+    for (let i = 0; i < keys.length; i++) encoder.writeVarIntString(keys[i]).writeVarIntBytes(values[i]);
+    return encoder;
+  };
+}
+
+const RECORD_ENCODER = 'kafkajs/src/protocol/recordBatch/record/v0';
+const PRODUCE_REQUEST = 'kafkajs/src/protocol/requests/produce/v3/request';
+
+let installed: { original: RecordEncoderFn; replacement: RecordEncoderFn } | undefined;
+let active: RecordEncoderFn | undefined;
+
+/**
+ * Puts {@link recordEncoder} in place of kafkajs's record encoder in Node's module cache, when
+ * kafkajs is version {@link KAFKAJS_RECORD_ENCODER_VERSION} and has not yet loaded its produce
+ * request (no produce yet in this process). Returns whether kafkajs encodes records with it.
+ * Called by `kafkaConnection`; calling it again does nothing (or undoes a restore).
+ */
+export function patchKafkajsRecordEncoder(): boolean {
+  try {
+    const { version } = require('kafkajs/package.json') as { version: string };
+    if (version !== KAFKAJS_RECORD_ENCODER_VERSION) return false;
+    if (installed) {
+      active = installed.replacement;
+      return true;
+    }
+    const cache = require.cache;
+    if (cache[require.resolve(PRODUCE_REQUEST)]) return false; // kafkajs already produced: it holds the original
+    const recordPath = require.resolve(RECORD_ENCODER);
+    const original = require(recordPath) as RecordEncoderFn; // kafkajs's own, into the cache
+    const mod = cache[recordPath];
+    if (!mod) return false; // a loader without Node's module cache: left as it is
+    const replacement = recordEncoder(require('kafkajs/src/protocol/encoder') as RecordEncoderClass);
+    active = replacement;
+    installed = { original, replacement };
+    mod.exports = ((record: RecordInput) => (active as RecordEncoderFn)(record)) satisfies RecordEncoderFn;
+    return true;
+  } catch {
+    return false; // a kafkajs laid out otherwise: left as it is
+  }
+}
+
+/**
+ * kafkajs's own record encoder back, until the next {@link patchKafkajsRecordEncoder}. For the
+ * publish benchmark, which measures plain kafkajs as released beside the SDK in one process.
+ */
+export function restoreKafkajsRecordEncoder(): void {
+  if (installed) active = installed.original;
+}
+/* eslint-enable @typescript-eslint/no-require-imports */
