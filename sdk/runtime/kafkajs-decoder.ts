@@ -27,6 +27,8 @@
  * Applied only to kafkajs {@link KAFKAJS_DECODER_VERSION}.
  */
 
+import { kafkajsModuleSwap } from './kafkajs-module-swap';
+
 /** The kafkajs version the replacement was written and tested against. */
 export const KAFKAJS_DECODER_VERSION = '2.2.4';
 
@@ -183,18 +185,16 @@ export function recordDecoder(Long: LongClass): (decoder: KafkajsDecoder, batchC
   };
 }
 
-/* eslint-disable @typescript-eslint/no-require-imports */
-const RECORD_DECODER = 'kafkajs/src/protocol/recordBatch/record/v0/decoder';
-const BATCH_DECODER = 'kafkajs/src/protocol/recordBatch/v0/decoder';
-
 type RecordDecoderFn = (decoder: KafkajsDecoder, batchContext?: BatchContext) => unknown;
 
-/**
- * What this process installed, if anything: the function kafkajs binds forwards to `active` —
- * the replacement, or kafkajs's own after {@link restoreKafkajsRecordDecoder}.
- */
-let installed: { forward: RecordDecoderFn; original: RecordDecoderFn; replacement: RecordDecoderFn } | undefined;
-let active: RecordDecoderFn | undefined;
+/** kafkajs's record decoder, swapped in the module cache before its record-batch decoder binds it. */
+const swap = kafkajsModuleSwap<KafkajsDecoder, BatchContext | undefined>({
+  version: KAFKAJS_DECODER_VERSION,
+  module: 'kafkajs/src/protocol/recordBatch/record/v0/decoder',
+  boundBy: 'kafkajs/src/protocol/recordBatch/v0/decoder',
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- kafkajs's Long, CommonJS
+  replacement: (): RecordDecoderFn => recordDecoder(require('kafkajs/src/utils/long') as LongClass),
+});
 
 /**
  * Puts {@link recordDecoder} in place of kafkajs's record decoder in Node's module cache, when
@@ -203,28 +203,7 @@ let active: RecordDecoderFn | undefined;
  * Called by `kafkaConnection`; calling it again does nothing (or undoes a restore).
  */
 export function patchKafkajsRecordDecoder(): boolean {
-  try {
-    const { version } = require('kafkajs/package.json') as { version: string };
-    if (version !== KAFKAJS_DECODER_VERSION) return false;
-    const recordPath = require.resolve(RECORD_DECODER);
-    const cache = require.cache;
-    if (installed) {
-      active = installed.replacement;
-      return true;
-    }
-    if (cache[require.resolve(BATCH_DECODER)]) return false; // kafkajs already fetched: it holds the original
-    const original = require(recordPath) as RecordDecoderFn; // kafkajs's own, into the cache
-    const mod = cache[recordPath];
-    if (!mod) return false; // a loader without Node's module cache: left as it is
-    const replacement = recordDecoder(require('kafkajs/src/utils/long') as LongClass);
-    active = replacement;
-    const forward: RecordDecoderFn = (decoder, batchContext) => (active as RecordDecoderFn)(decoder, batchContext);
-    installed = { forward, original, replacement };
-    mod.exports = forward;
-    return true;
-  } catch {
-    return false; // a kafkajs laid out otherwise: left as it is
-  }
+  return swap.patch();
 }
 
 /**
@@ -232,6 +211,5 @@ export function patchKafkajsRecordDecoder(): boolean {
  * consume benchmark, which measures plain kafkajs as released beside the SDK in one process.
  */
 export function restoreKafkajsRecordDecoder(): void {
-  if (installed) active = installed.original;
+  swap.restore();
 }
-/* eslint-enable @typescript-eslint/no-require-imports */

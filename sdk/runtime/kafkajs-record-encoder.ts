@@ -17,11 +17,13 @@
  *
  * kafkajs binds the record encoder when its produce request module (v3, which later versions
  * reuse) is first loaded — at the process's first produce. So, like the record decoder (ADR
- * 0023), the replacement goes into Node's module cache before that: `kafkaConnection` applies it
- * when a Feromônios client is created. A process that produced with kafkajs before keeps the
+ * 0023), the replacement goes into Node's module cache before that (`kafkajsModuleSwap`):
+ * `kafkaConnection` applies it when a Feromônios client is created. A process that produced with kafkajs before keeps the
  * original (nothing breaks; only the saving is missed). Applied only to kafkajs
  * {@link KAFKAJS_RECORD_ENCODER_VERSION}.
  */
+
+import { kafkajsModuleSwap } from './kafkajs-module-swap';
 
 /* eslint-disable @typescript-eslint/no-require-imports -- kafkajs's internals are CommonJS, resolved from its package */
 
@@ -105,40 +107,23 @@ export function recordEncoder(Encoder: RecordEncoderClass): RecordEncoderFn {
   };
 }
 
-const RECORD_ENCODER = 'kafkajs/src/protocol/recordBatch/record/v0';
-const PRODUCE_REQUEST = 'kafkajs/src/protocol/requests/produce/v3/request';
-
-let installed: { original: RecordEncoderFn; replacement: RecordEncoderFn } | undefined;
-let active: RecordEncoderFn | undefined;
+/** kafkajs's record encoder, swapped in the module cache before its produce request binds it. */
+const swap = kafkajsModuleSwap<RecordInput, undefined>({
+  version: KAFKAJS_RECORD_ENCODER_VERSION,
+  module: 'kafkajs/src/protocol/recordBatch/record/v0',
+  boundBy: 'kafkajs/src/protocol/requests/produce/v3/request',
+  replacement: () => recordEncoder(require('kafkajs/src/protocol/encoder') as RecordEncoderClass),
+});
 
 /**
  * Puts {@link recordEncoder} in place of kafkajs's record encoder in Node's module cache, when
  * kafkajs is version {@link KAFKAJS_RECORD_ENCODER_VERSION} and has not yet loaded its produce
  * request (no produce yet in this process). Returns whether kafkajs encodes records with it.
- * Called by `kafkaConnection`; calling it again does nothing (or undoes a restore).
+ * Called by `patchKafkajsEncoder` (so by `kafkaConnection`); calling it again does nothing (or
+ * undoes a restore).
  */
 export function patchKafkajsRecordEncoder(): boolean {
-  try {
-    const { version } = require('kafkajs/package.json') as { version: string };
-    if (version !== KAFKAJS_RECORD_ENCODER_VERSION) return false;
-    if (installed) {
-      active = installed.replacement;
-      return true;
-    }
-    const cache = require.cache;
-    if (cache[require.resolve(PRODUCE_REQUEST)]) return false; // kafkajs already produced: it holds the original
-    const recordPath = require.resolve(RECORD_ENCODER);
-    const original = require(recordPath) as RecordEncoderFn; // kafkajs's own, into the cache
-    const mod = cache[recordPath];
-    if (!mod) return false; // a loader without Node's module cache: left as it is
-    const replacement = recordEncoder(require('kafkajs/src/protocol/encoder') as RecordEncoderClass);
-    active = replacement;
-    installed = { original, replacement };
-    mod.exports = ((record: RecordInput) => (active as RecordEncoderFn)(record)) satisfies RecordEncoderFn;
-    return true;
-  } catch {
-    return false; // a kafkajs laid out otherwise: left as it is
-  }
+  return swap.patch();
 }
 
 /**
@@ -146,6 +131,6 @@ export function patchKafkajsRecordEncoder(): boolean {
  * publish benchmark, which measures plain kafkajs as released beside the SDK in one process.
  */
 export function restoreKafkajsRecordEncoder(): void {
-  if (installed) active = installed.original;
+  swap.restore();
 }
 /* eslint-enable @typescript-eslint/no-require-imports */
