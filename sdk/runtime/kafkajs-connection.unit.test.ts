@@ -109,6 +109,41 @@ describe("kafkajs's response buffering, patched (docs/adr/0025-kafkajs-response-
     );
   });
 
+  it('does with bytes that are no Kafka response what kafkajs does: the same requests fulfilled, the same error (property)', () => {
+    // a hostile or broken peer: sizes negative, huge or short, garbage after a good response
+    const outcome = (proto: ConnectionBuffering, pieces: Buffer[]) => {
+      const c = connection(proto);
+      let error: string | undefined;
+      try {
+        for (const p of pieces) c.conn.processData(p);
+      } catch (err) {
+        error = `${(err as Error).name}: ${(err as Error).message}`;
+      }
+      const fulfilled = c.fulfilled.map((r) => [r.correlationId, r.size, r.payload.toString('hex')]);
+      return { fulfilled, error, buffered: error ? undefined : c.conn.bytesBuffered };
+    };
+    fc.assert(
+      fc.property(
+        fc.array(
+          fc.oneof(
+            fc.uint8Array({ maxLength: 40 }).map((a) => Buffer.from(a)),
+            fc.integer({ min: -(2 ** 31), max: 2 ** 31 - 1 }).map((n) => {
+              const b = Buffer.alloc(4);
+              b.writeInt32BE(n);
+              return b;
+            }),
+            bodies.map((bs) => Buffer.concat(bs.map((b, i) => response(i, Buffer.from(b))))),
+          ),
+          { maxLength: 6 },
+        ),
+        (pieces) => {
+          expect(outcome(patchedPrototype(), pieces)).toEqual(outcome(kafkajsConnectionPrototype(), pieces));
+        },
+      ),
+      { numRuns: 500 },
+    );
+  });
+
   it('keeps a response that arrives in pieces until it is whole, whatever came before it', () => {
     const patched = connection(patchedPrototype());
     const frame = response(7, Buffer.from('in three pieces'));
