@@ -65,9 +65,8 @@ const parsePayload = (value: Buffer | null | undefined): unknown =>
  * SDK decodes, checks the headers, validates against the schema, de-duplicates, and runs the
  * handler protected (timeout, retries, DLQ). The references run on kafkajs's record decoder and
  * response buffering as released, the SDK on the patches every Feromônios client installs (ADR
- * 0023, ADR 0025), and once
- * more without it. Rounds alternate the clients; each figure is the median round, timed from
- * the first event handled to the last (the group's join is not counted).
+ * 0023, ADR 0025), and once more without them. Rounds alternate the clients; each figure is the
+ * median round, timed from the first event handled to the last (the group's join is not counted).
  */
 export async function benchConsume(ctx: BenchContext): Promise<ConsumeRow> {
   const events = ctx.quick ? 20_000 : 100_000;

@@ -11,7 +11,7 @@ import { patchKafkajsEncoder } from './kafkajs-encoder';
  * `seguranca` (`kafkaSecurity`) and sockets that hand kafkajs whole responses
  * (`kafkaSocketFactory`). Spread it into `new Kafka({...})`; a new client gets both by using it.
  * The first call also patches kafkajs's encoder to allocate less, same bytes (`patchKafkajsEncoder`,
- * ADR 0022), and replaces its record decoder with one that returns the same records for less
+ * ADR 0022; its record encoder only before the process's first kafkajs produce), and replaces its record decoder with one that returns the same records for less
  * (`patchKafkajsRecordDecoder`, ADR 0023; only before the process's first kafkajs fetch), and
  * stops kafkajs from copying each whole response these sockets deliver a second time
  * (`patchKafkajsResponseCopy`, ADR 0025).

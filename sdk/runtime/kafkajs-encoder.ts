@@ -150,7 +150,9 @@ function kafkajsEncoder(): EncoderClass | undefined {
 
 /**
  * Applies {@link patchEncoder} to the kafkajs this package resolves (every Kafka client of the
- * process shares it), when it is version {@link KAFKAJS_ENCODER_VERSION}; returns whether the
+ * process shares it), when it is version {@link KAFKAJS_ENCODER_VERSION}, and puts the record
+ * encoder that writes a record's headers into its own buffer in place if the process has not
+ * produced yet (`patchKafkajsRecordEncoder`, the ADR's addendum); returns whether the `Encoder`
  * patch is in place. Called by `kafkaConnection`; calling it again does nothing.
  */
 export function patchKafkajsEncoder(): boolean {
@@ -161,7 +163,7 @@ export function patchKafkajsEncoder(): boolean {
 }
 
 /**
- * kafkajs's own encoder back, until the next {@link patchKafkajsEncoder}. For the publish
+ * kafkajs's own encoder (its members and its record encoder) back, until the next {@link patchKafkajsEncoder}. For the publish
  * benchmark, which measures plain kafkajs as released beside the SDK in one process.
  */
 export function restoreKafkajsEncoder(): void {
