@@ -1,6 +1,6 @@
 import { backoffDelay, sleep } from '../runtime/retry';
 import type { Span } from '@opentelemetry/api';
-import { type Kafka, type Message, type PartitionMetadata, Partitioners, type RecordMetadata } from 'kafkajs';
+import type { Kafka, Message, PartitionMetadata, RecordMetadata } from 'kafkajs';
 import type { EventoConsultado, PosicaoKafka, PublicarEventoDto } from '../contract';
 import {
   BrokerError,
@@ -19,6 +19,7 @@ import { endSpan, startProducerSpan, traceparentOf } from '../runtime/tracing';
 import { eventoValidado, validarEvento, type EventoValidado } from './validation';
 import { buildHeaders, encodeValue } from '../wire/wire-format';
 import { SessionProducer } from '../runtime/producer';
+import { murmur2Partitioner } from '../runtime/partitioner';
 import { SessionOrder } from './session-order';
 
 interface QueuedSend {
@@ -380,8 +381,8 @@ export class Publisher {
     await this.producer.close();
   }
 
-  /** Same partitioner as Java clients and Redpanda tooling: murmur2 of the key. */
-  private readonly partitioner = Partitioners.DefaultPartitioner();
+  /** Same partitioner as Java clients and Redpanda tooling: murmur2 of the key (sdk/runtime/partitioner.ts). */
+  private readonly partitioner = murmur2Partitioner();
   private readonly partitionCounts = new Map<string, number>();
 
   /** The partitioner's view of each topic, built once per partition count (it only reads it). */

@@ -1,6 +1,5 @@
 import {
   type ICustomPartitioner,
-  Partitioners,
   type Kafka,
   type Producer,
   type ProducerBatch,
@@ -10,6 +9,7 @@ import {
 } from 'kafkajs';
 import { BrokerError, FeromoniosError, isRetriable } from '../errors';
 import type { Logger } from './logger';
+import { murmur2Partitioner } from './partitioner';
 
 /**
  * The one producer configuration of the project (publisher, bridge quarantine, colony DLQ):
@@ -175,12 +175,12 @@ export function isBrokerUnreachable(err: unknown): boolean {
 const CONFIRMATION_ROUNDS = 5;
 
 /**
- * kafkajs's murmur2 partitioner (Java clients', Redpanda tooling's), writing its choice into the
- * message, so that a message sent without a partition can be matched with the result afterwards
- * (and a retry keeps it where the first try put it).
+ * The murmur2 partitioner (Java clients', Redpanda tooling's, kafkajs's default; sdk/runtime/partitioner.ts),
+ * writing its choice into the message, so that a message sent without a partition can be matched
+ * with the result afterwards (and a retry keeps it where the first try put it).
  */
 const recordingPartitioner: ICustomPartitioner = () => {
-  const murmur2 = Partitioners.DefaultPartitioner();
+  const murmur2 = murmur2Partitioner();
   return (args) => {
     const partition = murmur2(args);
     args.message.partition = partition;
