@@ -23,6 +23,7 @@
  * record batches, that the patched encoder writes exactly the bytes of the original.
  */
 
+import { patchKafkajsCrc32c, restoreKafkajsCrc32c } from './kafkajs-crc32c';
 import { patchKafkajsRecordEncoder, restoreKafkajsRecordEncoder } from './kafkajs-record-encoder';
 
 /** The kafkajs version the patch was written and tested against. */
@@ -151,23 +152,26 @@ function kafkajsEncoder(): EncoderClass | undefined {
 /**
  * Applies {@link patchEncoder} to the kafkajs this package resolves (every Kafka client of the
  * process shares it), when it is version {@link KAFKAJS_ENCODER_VERSION}, and puts the record
- * encoder that writes a record's headers into its own buffer in place if the process has not
- * produced yet (`patchKafkajsRecordEncoder`, the ADR's addendum); returns whether the `Encoder`
- * patch is in place. Called by `kafkaConnection`; calling it again does nothing.
+ * encoder that writes a record's headers into its own buffer and the batch checksum that reads
+ * eight bytes a step in place if the process has not produced yet (`patchKafkajsRecordEncoder`,
+ * `patchKafkajsCrc32c`: the ADR's addenda); returns whether the `Encoder` patch is in place.
+ * Called by `kafkaConnection`; calling it again does nothing.
  */
 export function patchKafkajsEncoder(): boolean {
   const Encoder = kafkajsEncoder();
   if (Encoder) patchEncoder(Encoder);
   patchKafkajsRecordEncoder(); // a record's headers written into its own buffer (the addendum)
+  patchKafkajsCrc32c(); // the batch checksum eight bytes a step (the second addendum)
   return Encoder !== undefined;
 }
 
 /**
- * kafkajs's own encoder (its members and its record encoder) back, until the next {@link patchKafkajsEncoder}. For the publish
+ * kafkajs's own encoder (its members, its record encoder and its batch checksum) back, until the next {@link patchKafkajsEncoder}. For the publish
  * benchmark, which measures plain kafkajs as released beside the SDK in one process.
  */
 export function restoreKafkajsEncoder(): void {
   const Encoder = kafkajsEncoder();
   if (Encoder) restoreEncoder(Encoder);
   restoreKafkajsRecordEncoder();
+  restoreKafkajsCrc32c();
 }
