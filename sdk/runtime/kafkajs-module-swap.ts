@@ -1,8 +1,9 @@
 /**
  * The one mechanism by which the SDK puts a function of its own in place of a kafkajs module
  * function that another kafkajs module binds when it is loaded (docs/adr/0023-kafkajs-record-decoder.md):
- * the record decoder (bound by the record-batch decoder, at the process's first fetch) and the
- * record encoder (bound by the produce request, at the first produce; ADR 0022's addendum).
+ * the record decoder (bound by the record-batch decoder, at the process's first fetch), the
+ * record encoder, the batch checksum and the produce request itself (bound at the first produce;
+ * ADR 0022's addenda).
  *
  * The export of the module is replaced in Node's module cache before its binder is loaded, by a
  * function that forwards to the active one — the replacement, or kafkajs's own after `restore`
@@ -31,8 +32,8 @@ export function kafkajsModuleSwap<A, B>(spec: {
   module: string;
   /** The module that binds it when loaded: once it is in the cache, it is too late. */
   boundBy: string;
-  /** Builds the replacement (at the first `patch` that installs it). */
-  replacement: () => Swappable<A, B>;
+  /** Builds the replacement (at the first `patch` that installs it), given kafkajs's own to fall back on. */
+  replacement: (original: Swappable<A, B>) => Swappable<A, B>;
 }): ModuleSwap {
   let installed: { original: Swappable<A, B>; replacement: Swappable<A, B> } | undefined;
   let active: Swappable<A, B> | undefined;
@@ -51,7 +52,7 @@ export function kafkajsModuleSwap<A, B>(spec: {
         const original = require(path) as Swappable<A, B>; // kafkajs's own, into the cache
         const mod = cache[path];
         if (!mod) return false; // a loader without Node's module cache: left as it is
-        const replacement = spec.replacement();
+        const replacement = spec.replacement(original);
         installed = { original, replacement };
         active = replacement;
         const forward: Swappable<A, B> = (a, b) => (active as Swappable<A, B>)(a, b);

@@ -31,7 +31,7 @@ import { kafkajsModuleSwap } from './kafkajs-module-swap';
 export const KAFKAJS_RECORD_ENCODER_VERSION = '2.2.4';
 
 /** The parts of kafkajs's `Encoder` (`kafkajs/src/protocol/encoder`) a record's encoding uses. */
-interface RecordEncoding {
+export interface RecordEncoding {
   writeVarInt(value: number): RecordEncoding;
   writeInt8(value: number): RecordEncoding;
   writeVarLong(value: unknown): RecordEncoding;
@@ -63,7 +63,30 @@ export type RecordEncoderFn = (record: RecordInput) => unknown;
  * included, into one encoder.
  */
 export function recordEncoder(Encoder: RecordEncoderClass): RecordEncoderFn {
-  return ({ offsetDelta = 0, timestampDelta = 0, key, value, headers = {} }) => {
+  const write = recordWriter(Encoder);
+  return ({ offsetDelta = 0, timestampDelta = 0, key, value, headers = {} }) =>
+    write(new Encoder(), key, value, headers, offsetDelta, timestampDelta);
+}
+
+/**
+ * Writes one record — kafkajs's record encoder's bytes for `{ key, value, headers, offsetDelta,
+ * timestampDelta }` (defaults already applied) — at the end of `encoder`, which it returns: a
+ * record's own encoder ({@link recordEncoder}) or a whole produce request's (the one-pass produce
+ * request of sdk/runtime/kafkajs-produce-request.ts). Sizes, attributes and deltas are computed
+ * with kafkajs's own code, so what kafkajs refuses throws kafkajs's error, before any byte of the
+ * record is written.
+ */
+export function recordWriter(
+  Encoder: RecordEncoderClass,
+): (
+  encoder: RecordEncoding,
+  key: unknown,
+  value: unknown,
+  headers: Record<string, unknown>,
+  offsetDelta: number,
+  timestampDelta: number,
+) => RecordEncoding {
+  return (encoder, key, value, headers, offsetDelta, timestampDelta) => {
     // kafkajs's own expansion: a header given as an array is that many headers, in order
     const keys: string[] = [];
     const values: unknown[] = [];
@@ -78,6 +101,13 @@ export function recordEncoder(Encoder: RecordEncoderClass): RecordEncoderFn {
           values.push(each);
         }
     }
+    // sized in kafkajs's order (what it refuses throws the error kafkajs throws first)
+    const sizeOfFields =
+      1 + // attributes
+      Encoder.sizeOfVarLong(timestampDelta) +
+      Encoder.sizeOfVarInt(offsetDelta) +
+      Encoder.sizeOfVarIntBytes(key) +
+      Encoder.sizeOfVarIntBytes(value);
     let headersSize = Encoder.sizeOfVarInt(keys.length);
     for (let i = 0; i < keys.length; i++) {
       // as kafkajs sizes them (Buffer.byteLength throws for what it cannot size, as there)
@@ -87,15 +117,8 @@ export function recordEncoder(Encoder: RecordEncoderClass): RecordEncoderFn {
       headersSize += Encoder.sizeOfVarInt(keySize) + keySize;
       headersSize += v === null ? Encoder.sizeOfVarInt(-1) : Encoder.sizeOfVarInt(valueSize) + valueSize;
     }
-    const sizeOfBody =
-      1 + // attributes
-      Encoder.sizeOfVarLong(timestampDelta) +
-      Encoder.sizeOfVarInt(offsetDelta) +
-      Encoder.sizeOfVarIntBytes(key) +
-      Encoder.sizeOfVarIntBytes(value) +
-      headersSize;
-    const encoder = new Encoder()
-      .writeVarInt(sizeOfBody)
+    encoder
+      .writeVarInt(sizeOfFields + headersSize)
       .writeInt8(0) // no record attributes
       .writeVarLong(timestampDelta)
       .writeVarInt(offsetDelta)
