@@ -11,9 +11,10 @@ const KEY = '<<fero-key>>';
 const HEADERS = '<<fero-header>>';
 
 /**
- * What the patched kafkajs encoder writes (ADR 0022), read back by another implementation of the
- * protocol — the Java client, Kafka's own — through a real broker: the unit test proves the bytes
- * equal the original encoder's; this one that those bytes are the records the SDK meant.
+ * What the patched kafkajs encoder and the one-pass produce request write (ADR 0022 and its
+ * addenda), read back by another implementation of the protocol — the Java client, Kafka's own —
+ * through a real broker, which validates every batch (its CRC-32C included): the unit tests prove
+ * the bytes equal kafkajs's own; this one that those bytes are the records the SDK meant.
  */
 describe('records written by the patched kafkajs encoder, read by the Java client', () => {
   let bus: EventBus;

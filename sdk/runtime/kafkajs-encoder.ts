@@ -24,6 +24,7 @@
  */
 
 import { patchKafkajsCrc32c, restoreKafkajsCrc32c } from './kafkajs-crc32c';
+import { patchKafkajsProduceRequest, restoreKafkajsProduceRequest } from './kafkajs-produce-request';
 import { patchKafkajsRecordEncoder, restoreKafkajsRecordEncoder } from './kafkajs-record-encoder';
 
 /** The kafkajs version the patch was written and tested against. */
@@ -152,9 +153,10 @@ function kafkajsEncoder(): EncoderClass | undefined {
 /**
  * Applies {@link patchEncoder} to the kafkajs this package resolves (every Kafka client of the
  * process shares it), when it is version {@link KAFKAJS_ENCODER_VERSION}, and puts the record
- * encoder that writes a record's headers into its own buffer and the batch checksum that reads
- * eight bytes a step in place if the process has not produced yet (`patchKafkajsRecordEncoder`,
- * `patchKafkajsCrc32c`: the ADR's addenda); returns whether the `Encoder` patch is in place.
+ * encoder that writes a record's headers into its own buffer, the batch checksum that reads eight
+ * bytes a step and the produce request written in one pass in place if the process has not
+ * produced yet (`patchKafkajsRecordEncoder`, `patchKafkajsCrc32c`, `patchKafkajsProduceRequest`:
+ * the ADR's addenda); returns whether the `Encoder` patch is in place.
  * Called by `kafkaConnection`; calling it again does nothing.
  */
 export function patchKafkajsEncoder(): boolean {
@@ -162,11 +164,13 @@ export function patchKafkajsEncoder(): boolean {
   if (Encoder) patchEncoder(Encoder);
   patchKafkajsRecordEncoder(); // a record's headers written into its own buffer (the addendum)
   patchKafkajsCrc32c(); // the batch checksum eight bytes a step (the second addendum)
+  // the produce request in one pass (the third addendum); last: loading kafkajs's own binds the two above
+  patchKafkajsProduceRequest();
   return Encoder !== undefined;
 }
 
 /**
- * kafkajs's own encoder (its members, its record encoder and its batch checksum) back, until the next {@link patchKafkajsEncoder}. For the publish
+ * kafkajs's own encoder (its members, its record encoder, its batch checksum and its produce request) back, until the next {@link patchKafkajsEncoder}. For the publish
  * benchmark, which measures plain kafkajs as released beside the SDK in one process.
  */
 export function restoreKafkajsEncoder(): void {
@@ -174,4 +178,5 @@ export function restoreKafkajsEncoder(): void {
   if (Encoder) restoreEncoder(Encoder);
   restoreKafkajsRecordEncoder();
   restoreKafkajsCrc32c();
+  restoreKafkajsProduceRequest();
 }
