@@ -32,7 +32,13 @@ async function outcome(make: ProduceRequestFn, args: ProduceArgs): Promise<strin
 
 const NOW = 1_764_900_000_000;
 
-const text = fc.oneof(fc.string(), fc.string({ unit: 'binary' }), fc.constantFrom('', 'ção', '🐜', '\u0000', '\ud800'));
+/** Texts: ASCII and not, around the 256 characters up to which ASCII is written without \`Buffer\`. */
+const text = fc.oneof(
+  fc.string(),
+  fc.string({ unit: 'binary' }),
+  fc.string({ minLength: 250, maxLength: 600 }),
+  fc.constantFrom('', 'ção', '🐜', '\u0000', '\u007f', '\u0080', '\ud800', 'x'.repeat(256), 'x'.repeat(257)),
+);
 const bytes = fc.oneof(
   { weight: 9, arbitrary: fc.uint8Array({ maxLength: 200 }) },
   { weight: 1, arbitrary: fc.uint8Array({ minLength: 4_000, maxLength: 40_000 }) },

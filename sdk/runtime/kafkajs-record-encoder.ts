@@ -32,6 +32,9 @@ export const KAFKAJS_RECORD_ENCODER_VERSION = '2.2.4';
 
 /** The parts of kafkajs's `Encoder` (`kafkajs/src/protocol/encoder`) a record's encoding uses. */
 export interface RecordEncoding {
+  buf: Buffer;
+  offset: number;
+  ensureAvailable(length: number): void;
   writeVarInt(value: number): RecordEncoding;
   writeInt8(value: number): RecordEncoding;
   writeVarLong(value: unknown): RecordEncoding;
@@ -101,19 +104,27 @@ export function recordWriter(
           values.push(each);
         }
     }
-    // sized in kafkajs's order (what it refuses throws the error kafkajs throws first)
+    // sized in kafkajs's order (what it refuses throws the error kafkajs throws first); a short
+    // ASCII text (every header of a CloudEvents record, the key) is sized and written here, its
+    // bytes its char codes: the same bytes as kafkajs's `Buffer` calls, without a native call each
+    const keyAscii = typeof key === 'string' ? asciiLength(key) : -1;
     const sizeOfFields =
       1 + // attributes
       Encoder.sizeOfVarLong(timestampDelta) +
       Encoder.sizeOfVarInt(offsetDelta) +
-      Encoder.sizeOfVarIntBytes(key) +
+      (keyAscii >= 0 ? Encoder.sizeOfVarInt(keyAscii) + keyAscii : Encoder.sizeOfVarIntBytes(key)) +
       Encoder.sizeOfVarIntBytes(value);
     let headersSize = Encoder.sizeOfVarInt(keys.length);
+    const ascii: number[] = [];
     for (let i = 0; i < keys.length; i++) {
       // as kafkajs sizes them (Buffer.byteLength throws for what it cannot size, as there)
-      const keySize = Buffer.byteLength(keys[i] as string);
+      const k = keys[i] as string;
+      const keyLength = asciiLength(k);
+      const keySize = keyLength >= 0 ? keyLength : Buffer.byteLength(k);
       const v = values[i];
-      const valueSize = Buffer.byteLength(v as string);
+      const valueLength = typeof v === 'string' ? asciiLength(v) : -1;
+      const valueSize = valueLength >= 0 ? valueLength : Buffer.byteLength(v as string);
+      ascii.push(keyLength, valueLength);
       headersSize += Encoder.sizeOfVarInt(keySize) + keySize;
       headersSize += v === null ? Encoder.sizeOfVarInt(-1) : Encoder.sizeOfVarInt(valueSize) + valueSize;
     }
@@ -121,13 +132,40 @@ export function recordWriter(
       .writeVarInt(sizeOfFields + headersSize)
       .writeInt8(0) // no record attributes
       .writeVarLong(timestampDelta)
-      .writeVarInt(offsetDelta)
-      .writeVarIntBytes(key)
-      .writeVarIntBytes(value)
-      .writeVarInt(keys.length);
-    for (let i = 0; i < keys.length; i++) encoder.writeVarIntString(keys[i]).writeVarIntBytes(values[i]);
+      .writeVarInt(offsetDelta);
+    if (keyAscii >= 0) writeAscii(encoder, key as string);
+    else encoder.writeVarIntBytes(key);
+    encoder.writeVarIntBytes(value).writeVarInt(keys.length);
+    for (let i = 0; i < keys.length; i++) {
+      if ((ascii[2 * i] as number) >= 0) writeAscii(encoder, keys[i] as string);
+      else encoder.writeVarIntString(keys[i]);
+      if ((ascii[2 * i + 1] as number) >= 0) writeAscii(encoder, values[i] as string);
+      else encoder.writeVarIntBytes(values[i]);
+    }
     return encoder;
   };
+}
+
+/** Texts longer than this are sized and written by `Buffer` (native code is the faster there). */
+const ASCII_LOOP_MAX = 256;
+
+/** `text`'s UTF-8 length if it is short and every code unit of it ASCII (its bytes are its char codes); -1 otherwise. */
+function asciiLength(text: string): number {
+  const n = text.length;
+  if (n > ASCII_LOOP_MAX) return -1;
+  for (let i = 0; i < n; i++) if (text.charCodeAt(i) > 0x7f) return -1;
+  return n;
+}
+
+/** An ASCII text as kafkajs's `writeVarIntString` / `writeVarIntBytes` write it: its length, then its bytes. */
+function writeAscii(encoder: RecordEncoding, text: string): void {
+  const n = text.length;
+  encoder.writeVarInt(n);
+  encoder.ensureAvailable(n);
+  const buf = encoder.buf;
+  let at = encoder.offset;
+  for (let i = 0; i < n; i++) buf[at++] = text.charCodeAt(i);
+  encoder.offset = at;
 }
 
 /** kafkajs's record encoder, swapped in the module cache before its produce request binds it. */

@@ -30,7 +30,19 @@ const text = fc.oneof(
   fc.string(),
   fc.string({ unit: 'binary' }),
   fc.string({ unit: 'grapheme' }),
-  fc.constantFrom('', 'ção', '🐜', '\u0000', '\ud800', '\r\n\t\u001b'),
+  fc.string({ minLength: 250, maxLength: 600 }), // around the 256 characters up to which ASCII is written without \`Buffer\`
+  fc.constantFrom(
+    '',
+    'ção',
+    '🐜',
+    '\u0000',
+    '\u007f',
+    '\u0080',
+    '\ud800',
+    '\r\n\t\u001b',
+    'x'.repeat(256),
+    'x'.repeat(257),
+  ),
 );
 /** Bytes, now and then past kafkajs's 4 KiB buffer pool and several doublings of a record's buffer. */
 const bytes = fc
