@@ -159,7 +159,7 @@ export function renderReport(r: Results): { table: string; markdown: string } {
     md.push(
       '## 1. Publish',
       '',
-      "Same topic, same bytes, same producer guarantees (idempotent, `acks=all`, one in-flight request). References: plain kafkajs `send()` per call; kafkajs batched by hand (callers queue, one `send()` of everything queued while the previous is in flight: bench/reference-clients.ts); `@platformatic/kafka` 1.x (idempotent). The kafkajs references run on kafkajs's encoder as released; the SDK runs with the patch every Feromônios client applies to it (ADR 0022 and its addendum: the encoder's allocating members, and the record encoder), and once more without it (the row under the SDK's: its ratio is what the patch buys).",
+      "Same topic, same bytes, same producer guarantees (idempotent, `acks=all`, one in-flight request). References: plain kafkajs `send()` per call; kafkajs batched by hand (callers queue, one `send()` of everything queued while the previous is in flight: bench/reference-clients.ts); `@platformatic/kafka` 1.x (idempotent). The kafkajs references run on kafkajs's encoder as released; the SDK runs with the patches every Feromônios client applies to it (ADR 0022 and its addenda: the encoder's allocating members, the record encoder, the batch checksum, the produce request written in one pass), and once more without them (the row under the SDK's: its ratio is what the patches buy); the SDK partitions with its own murmur2 in both rows (the same partitions as kafkajs's default partitioner).",
       '',
     );
     md.push(...head(['mode', 'client', 'events/s', 'SDK ÷ this', 'p50 / p99 ms']));
