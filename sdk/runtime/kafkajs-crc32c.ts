@@ -1,7 +1,7 @@
 /**
  * CRC-32C (Castagnoli) eight bytes at a time, in place of kafkajs 2.2.4's byte-at-a-time table
  * loop for the checksum of every record batch it produces (docs/adr/0022-kafkajs-encoder-allocations.md,
- * addendum "The batch checksum").
+ * second addendum).
  *
  * Kafka checks a record batch's CRC-32C over everything after the CRC field (attributes to the
  * last record), so a producer reads each byte it sends once more for the checksum. kafkajs does
