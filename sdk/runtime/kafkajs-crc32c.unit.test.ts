@@ -1,3 +1,4 @@
+import { expectOriginalKeptOnceBound } from '../../test/harness/kafkajs-swap';
 import fc from 'fast-check';
 import { crc32c, KAFKAJS_CRC32C_VERSION, patchKafkajsCrc32c, restoreKafkajsCrc32c } from './kafkajs-crc32c';
 
@@ -38,13 +39,10 @@ describe("kafkajs's batch checksum, replaced (docs/adr/0022-kafkajs-encoder-allo
   });
 
   it('is not installed in a process whose record-batch encoder is already loaded: the original stays bound', () => {
-    jest.isolateModules(() => {
-      require('kafkajs/src/protocol/recordBatch/v0'); // as by a first produce, before the patch
-      const fresh = require('./kafkajs-crc32c') as { patchKafkajsCrc32c: typeof patchKafkajsCrc32c };
-      const path = require.resolve('kafkajs/src/protocol/recordBatch/crc32C');
-      const before = require.cache[path]?.exports as unknown;
-      expect(fresh.patchKafkajsCrc32c()).toBe(false);
-      expect(require.cache[path]?.exports).toBe(before);
+    expectOriginalKeptOnceBound({
+      binder: 'kafkajs/src/protocol/recordBatch/v0', // as by a first produce, before the patch
+      module: 'kafkajs/src/protocol/recordBatch/crc32C',
+      load: () => (require('./kafkajs-crc32c') as { patchKafkajsCrc32c: typeof patchKafkajsCrc32c }).patchKafkajsCrc32c,
     });
   });
 

@@ -1,4 +1,5 @@
 /* eslint-disable @typescript-eslint/no-require-imports */
+import { expectOriginalKeptOnceBound } from '../../test/harness/kafkajs-swap';
 import fc from 'fast-check';
 import {
   KAFKAJS_DECODER_VERSION,
@@ -207,15 +208,12 @@ describe("kafkajs's record decoder, replaced (ADR 0023)", () => {
   });
 
   it('is not installed in a process that already fetched with kafkajs: the original stays bound and keeps working', () => {
-    jest.isolateModules(() => {
-      // a fresh registry: kafkajs's batch decoder loaded (as by a first fetch) before the patch
-      const batchDecoder = require('kafkajs/src/protocol/recordBatch/v0/decoder') as unknown;
-      const fresh = require('./kafkajs-decoder') as { patchKafkajsRecordDecoder: typeof patchKafkajsRecordDecoder };
-      const recordPath = require.resolve('kafkajs/src/protocol/recordBatch/record/v0/decoder');
-      const before = require.cache[recordPath]?.exports as unknown;
-      expect(fresh.patchKafkajsRecordDecoder()).toBe(false);
-      expect(require.cache[recordPath]?.exports).toBe(before);
-      expect(require('kafkajs/src/protocol/recordBatch/v0/decoder')).toBe(batchDecoder);
+    expectOriginalKeptOnceBound({
+      binder: 'kafkajs/src/protocol/recordBatch/v0/decoder', // as by a first fetch, before the patch
+      module: 'kafkajs/src/protocol/recordBatch/record/v0/decoder',
+      load: () =>
+        (require('./kafkajs-decoder') as { patchKafkajsRecordDecoder: typeof patchKafkajsRecordDecoder })
+          .patchKafkajsRecordDecoder,
     });
   });
 

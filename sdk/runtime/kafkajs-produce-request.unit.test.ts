@@ -1,3 +1,4 @@
+import { expectOriginalKeptOnceBound } from '../../test/harness/kafkajs-swap';
 import fc from 'fast-check';
 import {
   KAFKAJS_PRODUCE_REQUEST_VERSION,
@@ -181,15 +182,12 @@ describe("kafkajs's produce request in one pass (docs/adr/0022-kafkajs-encoder-a
   });
 
   it('is not installed in a process that already produced with kafkajs: the original stays bound', () => {
-    jest.isolateModules(() => {
-      require('kafkajs/src/protocol/requests/produce/v4/request'); // as by a first produce, before the patch
-      const fresh = require('./kafkajs-produce-request') as {
-        patchKafkajsProduceRequest: typeof patchKafkajsProduceRequest;
-      };
-      const path = require.resolve('kafkajs/src/protocol/requests/produce/v3/request');
-      const before = require.cache[path]?.exports as unknown;
-      expect(fresh.patchKafkajsProduceRequest()).toBe(false);
-      expect(require.cache[path]?.exports).toBe(before);
+    expectOriginalKeptOnceBound({
+      binder: 'kafkajs/src/protocol/requests/produce/v4/request', // as by a first produce, before the patch
+      module: 'kafkajs/src/protocol/requests/produce/v3/request',
+      load: () =>
+        (require('./kafkajs-produce-request') as { patchKafkajsProduceRequest: typeof patchKafkajsProduceRequest })
+          .patchKafkajsProduceRequest,
     });
   });
 

@@ -1,3 +1,4 @@
+import { expectOriginalKeptOnceBound } from '../../test/harness/kafkajs-swap';
 import fc from 'fast-check';
 import {
   KAFKAJS_RECORD_ENCODER_VERSION,
@@ -117,16 +118,12 @@ describe("kafkajs's record encoder, replaced (docs/adr/0022-kafkajs-encoder-allo
   });
 
   it('is not installed in a process that already produced with kafkajs: the original stays bound', () => {
-    jest.isolateModules(() => {
-      // a fresh registry: kafkajs's produce request loaded (as by a first produce) before the patch
-      require('kafkajs/src/protocol/requests/produce/v3/request');
-      const fresh = require('./kafkajs-record-encoder') as {
-        patchKafkajsRecordEncoder: typeof patchKafkajsRecordEncoder;
-      };
-      const recordPath = require.resolve('kafkajs/src/protocol/recordBatch/record/v0');
-      const before = require.cache[recordPath]?.exports as unknown;
-      expect(fresh.patchKafkajsRecordEncoder()).toBe(false);
-      expect(require.cache[recordPath]?.exports).toBe(before);
+    expectOriginalKeptOnceBound({
+      binder: 'kafkajs/src/protocol/requests/produce/v3/request', // as by a first produce, before the patch
+      module: 'kafkajs/src/protocol/recordBatch/record/v0',
+      load: () =>
+        (require('./kafkajs-record-encoder') as { patchKafkajsRecordEncoder: typeof patchKafkajsRecordEncoder })
+          .patchKafkajsRecordEncoder,
     });
   });
 
