@@ -834,7 +834,9 @@ export class Bridge {
     const receivedAt = Date.now();
     for (const message of messages) {
       try {
-        const ev = await this.decoder.decode(message, { topico: topic, particao: partition, offset: message.offset });
+        // without a promise when the record's schema id is known (every record after its schema's first)
+        const posicao = { topico: topic, particao: partition, offset: message.offset };
+        const ev = this.decoder.decodeKnown(message, posicao) ?? (await this.decoder.decode(message, posicao));
         const policy = this.o.catalog.tipo(ev.tipo)?.redacao ?? { campos: {} };
         const order = parseOrder(headerString(message.headers, ORDER_HEADER));
         out.push({

@@ -543,7 +543,8 @@ export class ColonySubscriber {
       if (handlers.length === 0 || n < 2) break;
       let evento: EventoConsultado;
       try {
-        evento = await this.d.decoder.decode(message, { topico: topic, particao: partition, offset: message.offset });
+        const posicao = { topico: topic, particao: partition, offset: message.offset };
+        evento = this.d.decoder.decodeKnown(message, posicao) ?? (await this.d.decoder.decode(message, posicao));
       } catch {
         break; // handled alone: dead-lettered, or retried by kafkajs when the registry is down
       }
@@ -647,11 +648,14 @@ export class ColonySubscriber {
     try {
       // the redacted log copy (fields the policy dropped) skips the schema check — only when
       // the platform sent it back on the reprocessing topic, never for a header on a live topic
-      evento = await this.d.decoder.decode(
-        message,
-        { topico: topic, particao: partition, offset: message.offset },
-        { validateSchema: !(reprocess && headerString(message.headers, REPROCESS_HEADERS.redacted) === 'true') },
-      );
+      // without a promise when the record's schema id is known (every record after its schema's first)
+      const posicao = { topico: topic, particao: partition, offset: message.offset };
+      const options = {
+        validateSchema: !(reprocess && headerString(message.headers, REPROCESS_HEADERS.redacted) === 'true'),
+      };
+      evento =
+        this.d.decoder.decodeKnown(message, posicao, options) ??
+        (await this.d.decoder.decode(message, posicao, options));
     } catch (err) {
       if (isRetriable(err)) throw err; // registry down: kafkajs retries the message
       await this.deadLetter(topic, partition, message, 'decodificador', err, 1);

@@ -27,8 +27,34 @@ export class EventDecoder {
   async decode(
     message: Pick<KafkaMessage, 'value' | 'headers'>,
     posicao?: EventoConsultado['posicao'],
-    { validateSchema = true }: { validateSchema?: boolean } = {},
+    options: { validateSchema?: boolean } = {},
   ): Promise<EventoConsultado> {
+    const framed = this.unframe(message);
+    return this.check(framed, await this.versionOf(framed.schemaId), posicao, options);
+  }
+
+  /**
+   * `decode` without a promise, for a record whose schema id this decoder has resolved before (the
+   * usual case: a consumer's or the bridge's every record after the first of its schema):
+   * `undefined` when it has not (then `decode`, which asks the registry). Throws what `decode`
+   * rejects with, in the same order of checks.
+   */
+  decodeKnown(
+    message: Pick<KafkaMessage, 'value' | 'headers'>,
+    posicao?: EventoConsultado['posicao'],
+    options: { validateSchema?: boolean } = {},
+  ): EventoConsultado | undefined {
+    const framed = this.unframe(message);
+    const versao = this.byId.get(framed.schemaId);
+    return versao ? this.check(framed, versao, posicao, options) : undefined;
+  }
+
+  /** The size, the headers and the value's framing and JSON: what comes before the schema id's version. */
+  private unframe(message: Pick<KafkaMessage, 'value' | 'headers'>): {
+    meta: ReturnType<typeof parseHeaders>;
+    schemaId: number;
+    payload: unknown;
+  } {
     if (message.value && message.value.length - 5 > this.maxPayloadBytes) {
       throw new WireFormatError(
         'too-large',
@@ -37,7 +63,16 @@ export class EventDecoder {
     }
     const meta = parseHeaders(message.headers);
     const { schemaId, payload } = decodeValue(message.value);
-    const versao = await this.versionOf(schemaId);
+    return { meta, schemaId, payload };
+  }
+
+  /** Everything after the schema id's version is known: the headers against it, the payload against its schema. */
+  private check(
+    { meta, schemaId, payload }: { meta: ReturnType<typeof parseHeaders>; schemaId: number; payload: unknown },
+    versao: VersaoCatalogada,
+    posicao: EventoConsultado['posicao'] | undefined,
+    { validateSchema = true }: { validateSchema?: boolean },
+  ): EventoConsultado {
     if (versao.tipo !== meta.tipo || versao.versao !== meta.versao_schema) {
       throw new WireFormatError(
         'unknown-schema-id',

@@ -56,3 +56,102 @@ describe('the decoder and ce_source', () => {
     );
   });
 });
+
+/**
+ * `decodeKnown`, the path without a promise the consumers and the bridge take once a schema id is
+ * resolved: the same event or the same refusal as `decode`, for any record; `undefined` (and
+ * nothing asked of the registry) while its schema id is not resolved.
+ */
+describe('decodeKnown', () => {
+  const outcome = (f: () => unknown): string | undefined => {
+    try {
+      return JSON.stringify(f());
+    } catch (err) {
+      return `${(err as Error).constructor.name} ${reasonOf(err)} ${(err as Error).message}`;
+    }
+  };
+  /** Records as a careless or hostile producer sends them: each part kept, dropped or damaged. */
+  /** Mostly `good`, now and then one of `bad` (so most records reach the later checks). */
+  const mostly = <T>(good: T, ...bad: T[]) =>
+    fc.oneof({ weight: 6, arbitrary: fc.constant(good) }, { weight: 1, arbitrary: fc.constantFrom(...bad) });
+  const hostileRecord = fc
+    .record({
+      origem: mostly('D-3', 'D-1a', '', 'x'.repeat(200)),
+      schemaId: mostly(7, 8),
+      json: fc.oneof(
+        { weight: 3, arbitrary: fc.constant(JSON.stringify(SAMPLE_PAYLOADS['demanda.categorizada'])) },
+        {
+          weight: 1,
+          arbitrary: fc.constant(JSON.stringify({ ...SAMPLE_PAYLOADS['demanda.categorizada'], texto: '\u0000' })),
+        },
+        { weight: 1, arbitrary: fc.constantFrom('{', '[]', 'null', '"x"', '{}') },
+        { weight: 2, arbitrary: fc.json() },
+      ),
+      frame: mostly('ok', 'short', 'magic', 'none'),
+      timestamp: mostly('2026-06-15T10:30:10Z', 'ontem', '2026-02-30T00:00:00Z', ''),
+      tipo: mostly('demanda.categorizada', 'demanda.recebida', ''),
+      dropped: fc.oneof(
+        { weight: 6, arbitrary: fc.constant([]) },
+        {
+          weight: 1,
+          arbitrary: fc.subarray(['ce_id', 'ce_specversion', 'content-type', 'ce_time', 'ce_type'], { minLength: 1 }),
+        },
+      ),
+      eventId: fc.oneof(
+        { weight: 6, arbitrary: fc.uuid() },
+        { weight: 1, arbitrary: fc.constantFrom('not-a-uuid', '') },
+      ),
+    })
+    .map((r) => {
+      const headers: Record<string, string | Buffer> = buildHeaders({
+        event_id: r.eventId,
+        tipo: r.tipo,
+        versao_schema: '1.0.0',
+        timestamp: r.timestamp,
+        origem: r.origem,
+        correlacao_id: randomUUID(),
+        causation_id: null,
+      });
+      for (const d of r.dropped) delete headers[d];
+      for (const k of Object.keys(headers)) headers[k] = Buffer.from(headers[k] as string);
+      const good = encodeValue(r.schemaId, r.json);
+      const value =
+        r.frame === 'ok'
+          ? good
+          : r.frame === 'short'
+            ? good.subarray(0, 3)
+            : r.frame === 'magic'
+              ? Buffer.concat([Buffer.from([1]), good.subarray(1)])
+              : null;
+      return { value, headers };
+    });
+
+  it('gives what decode gives, event or refusal, once the schema id is known (property)', async () => {
+    const known = new EventDecoder(registry, catalog);
+    await known.decode(record('D-3')); // schema id 7 resolved
+    await fc.assert(
+      fc.asyncProperty(hostileRecord, async (r) => {
+        const viaPromise = await known.decode(r).then(
+          (e) => JSON.stringify(e),
+          (err: unknown) => `${(err as Error).constructor.name} ${reasonOf(err)} ${(err as Error).message}`,
+        );
+        // schema id 8 is not in this registry: decode refuses it once the registry answers,
+        // decodeKnown says "not resolved" (undefined) — after the same checks before the id
+        const unresolved = (r.value?.length ?? 0) >= 5 && r.value?.readUInt32BE(1) === 8;
+        const sync = outcome(() => known.decodeKnown(r)) ?? (unresolved ? 'unresolved' : 'undefined for a resolved id');
+        expect(sync).toBe(unresolved && viaPromise.includes('unknown-schema-id') ? 'unresolved' : viaPromise);
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('is undefined for a schema id not yet resolved, and asks the registry nothing', () => {
+    const asked: number[] = [];
+    const fresh = new EventDecoder(
+      { schemaById: (id: number) => (asked.push(id), Promise.resolve(versao.schemaText)) } as SchemaRegistry,
+      catalog,
+    );
+    expect(fresh.decodeKnown(record('D-3'))).toBeUndefined();
+    expect(asked).toEqual([]);
+  });
+});
