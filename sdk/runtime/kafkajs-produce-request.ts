@@ -67,11 +67,8 @@ export interface ProduceRequest {
 
 export type ProduceRequestFn = (args: ProduceArgs) => ProduceRequest;
 
-/** kafkajs's `Encoder`: what the one pass writes with. */
+/** kafkajs's `Encoder`: what the one pass writes with (a record's writes, and the request's fixed fields). */
 interface RequestEncoding extends RecordEncoding {
-  buf: Buffer;
-  offset: number;
-  ensureAvailable(length: number): void;
   writeString(value: string | null): RequestEncoding;
   writeInt8(value: number): RequestEncoding;
   writeInt16(value: unknown): RequestEncoding;

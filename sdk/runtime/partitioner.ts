@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { ICustomPartitioner, PartitionerArgs } from 'kafkajs';
+import type { ICustomPartitioner } from 'kafkajs';
 
 /**
  * The partitioner of every Feromônios producer: Kafka's default for a keyed record (Java
@@ -65,9 +65,6 @@ export function murmur2(key: unknown): number {
   h ^= h >>> 15;
   return h | 0;
 }
-
-/** A partitioner as kafkajs calls it, with the topic's partitions as kafkajs describes them. */
-export type Partitioner = (args: PartitionerArgs) => number;
 
 /** A fresh partitioner (its round-robin counters are its own), as kafkajs's `createPartitioner` makes one. */
 export const murmur2Partitioner: ICustomPartitioner = () => {

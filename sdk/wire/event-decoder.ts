@@ -14,6 +14,13 @@ import { MAX_PAYLOAD_BYTES, decodeValue, parseHeaders } from './wire-format';
  * `WireFormatError` (or `SchemaValidationError`) with a reason the bridge quarantines under.
  * Schema ids are cached: a warm decoder keeps working while the registry is unreachable.
  */
+/** A record's headers, schema id and parsed value, before its schema id's version is known. */
+interface Unframed {
+  meta: ReturnType<typeof parseHeaders>;
+  schemaId: number;
+  payload: unknown;
+}
+
 export class EventDecoder {
   private readonly byId = new Map<number, VersaoCatalogada>();
 
@@ -50,11 +57,7 @@ export class EventDecoder {
   }
 
   /** The size, the headers and the value's framing and JSON: what comes before the schema id's version. */
-  private unframe(message: Pick<KafkaMessage, 'value' | 'headers'>): {
-    meta: ReturnType<typeof parseHeaders>;
-    schemaId: number;
-    payload: unknown;
-  } {
+  private unframe(message: Pick<KafkaMessage, 'value' | 'headers'>): Unframed {
     if (message.value && message.value.length - 5 > this.maxPayloadBytes) {
       throw new WireFormatError(
         'too-large',
@@ -68,7 +71,7 @@ export class EventDecoder {
 
   /** Everything after the schema id's version is known: the headers against it, the payload against its schema. */
   private check(
-    { meta, schemaId, payload }: { meta: ReturnType<typeof parseHeaders>; schemaId: number; payload: unknown },
+    { meta, schemaId, payload }: Unframed,
     versao: VersaoCatalogada,
     posicao: EventoConsultado['posicao'] | undefined,
     { validateSchema = true }: { validateSchema?: boolean },
