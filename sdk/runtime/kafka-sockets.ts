@@ -10,11 +10,12 @@ import { patchKafkajsEncoder } from './kafkajs-encoder';
  * How every Feromônios Kafka client connects (the SDK, the bridge, the CLI): the TLS/SASL of
  * `seguranca` (`kafkaSecurity`) and sockets that hand kafkajs whole responses
  * (`kafkaSocketFactory`). Spread it into `new Kafka({...})`; a new client gets both by using it.
- * The first call also patches kafkajs's encoder to allocate less, same bytes (`patchKafkajsEncoder`,
- * ADR 0022; its record encoder only before the process's first kafkajs produce), and replaces its record decoder with one that returns the same records for less
- * (`patchKafkajsRecordDecoder`, ADR 0023; only before the process's first kafkajs fetch), and
- * stops kafkajs from copying each whole response these sockets deliver a second time
- * (`patchKafkajsResponseCopy`, ADR 0025).
+ * The first call also makes kafkajs produce for less, same bytes (`patchKafkajsEncoder`, ADR 0022
+ * and its addenda: the encoder's members; before the process's first kafkajs produce, the record
+ * encoder, the batch checksum and the produce request written in one pass), replaces its record
+ * decoder with one that returns the same records for less (`patchKafkajsRecordDecoder`, ADR 0023;
+ * only before the process's first kafkajs fetch), and stops kafkajs from copying each whole
+ * response these sockets deliver a second time (`patchKafkajsResponseCopy`, ADR 0025).
  */
 export function kafkaConnection(s: SegurancaKafka | undefined): Pick<KafkaConfig, 'ssl' | 'sasl' | 'socketFactory'> {
   patchKafkajsEncoder();

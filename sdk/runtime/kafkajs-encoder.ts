@@ -152,12 +152,13 @@ function kafkajsEncoder(): EncoderClass | undefined {
 
 /**
  * Applies {@link patchEncoder} to the kafkajs this package resolves (every Kafka client of the
- * process shares it), when it is version {@link KAFKAJS_ENCODER_VERSION}, and puts the record
- * encoder that writes a record's headers into its own buffer, the batch checksum that reads eight
- * bytes a step and the produce request written in one pass in place if the process has not
- * produced yet (`patchKafkajsRecordEncoder`, `patchKafkajsCrc32c`, `patchKafkajsProduceRequest`:
- * the ADR's addenda); returns whether the `Encoder` patch is in place.
- * Called by `kafkaConnection`; calling it again does nothing.
+ * process shares it), when it is version {@link KAFKAJS_ENCODER_VERSION}, and, if the process has
+ * not produced yet, puts in place the produce request written in one pass
+ * (`patchKafkajsProduceRequest`, the ADR's third addendum) — and, for the requests kafkajs still
+ * encodes itself (compressed ones, or all of them after `restoreKafkajsProduceRequest`), the
+ * record encoder that writes a record's headers into its own buffer and the batch checksum eight
+ * bytes a step (`patchKafkajsRecordEncoder`, `patchKafkajsCrc32c`: the first two addenda). Returns
+ * whether the `Encoder` patch is in place. Called by `kafkaConnection`; calling it again does nothing.
  */
 export function patchKafkajsEncoder(): boolean {
   const Encoder = kafkajsEncoder();
@@ -170,8 +171,9 @@ export function patchKafkajsEncoder(): boolean {
 }
 
 /**
- * kafkajs's own encoder (its members, its record encoder, its batch checksum and its produce request) back, until the next {@link patchKafkajsEncoder}. For the publish
- * benchmark, which measures plain kafkajs as released beside the SDK in one process.
+ * kafkajs's own encoder — its members, its record encoder, its batch checksum and its produce
+ * request — back, until the next {@link patchKafkajsEncoder}. For the publish benchmark, which
+ * measures plain kafkajs as released beside the SDK in one process.
  */
 export function restoreKafkajsEncoder(): void {
   const Encoder = kafkajsEncoder();
