@@ -63,6 +63,7 @@ describe('the decoder and ce_source', () => {
  * nothing asked of the registry) while its schema id is not resolved.
  */
 describe('decodeKnown', () => {
+  const CPF = '529.982.247-25';
   const outcome = (f: () => unknown): string | undefined => {
     try {
       return JSON.stringify(f());
@@ -86,6 +87,19 @@ describe('decodeKnown', () => {
         },
         { weight: 1, arbitrary: fc.constantFrom('{', '[]', 'null', '"x"', '{}') },
         { weight: 2, arbitrary: fc.json() },
+        // past the decoder's size limit (4 KiB below), and a personal number inside a text
+        {
+          weight: 1,
+          arbitrary: fc.constant(
+            JSON.stringify({ ...SAMPLE_PAYLOADS['demanda.categorizada'], texto: 'x'.repeat(5_000) }),
+          ),
+        },
+        {
+          weight: 1,
+          arbitrary: fc.constant(
+            JSON.stringify({ ...SAMPLE_PAYLOADS['demanda.categorizada'], categoria: `${CPF} liga \u0007 às 25:61` }),
+          ),
+        },
       ),
       frame: mostly('ok', 'short', 'magic', 'none'),
       timestamp: mostly('2026-06-15T10:30:10Z', 'ontem', '2026-02-30T00:00:00Z', ''),
@@ -127,7 +141,7 @@ describe('decodeKnown', () => {
     });
 
   it('gives what decode gives, event or refusal, once the schema id is known (property)', async () => {
-    const known = new EventDecoder(registry, catalog);
+    const known = new EventDecoder(registry, catalog, 4_096);
     await known.decode(record('D-3')); // schema id 7 resolved
     await fc.assert(
       fc.asyncProperty(hostileRecord, async (r) => {
@@ -140,6 +154,8 @@ describe('decodeKnown', () => {
         const unresolved = (r.value?.length ?? 0) >= 5 && r.value?.readUInt32BE(1) === 8;
         const sync = outcome(() => known.decodeKnown(r)) ?? (unresolved ? 'unresolved' : 'undefined for a resolved id');
         expect(sync).toBe(unresolved && viaPromise.includes('unknown-schema-id') ? 'unresolved' : viaPromise);
+        // a refusal names what was wrong, never the payload's personal data
+        expect(viaPromise.startsWith('{') ? '' : viaPromise).not.toContain(CPF);
       }),
       { numRuns: 500 },
     );
