@@ -52,40 +52,71 @@ function attemptsUnder(closing: AbortSignal): Set<Attempt> {
  * `closing` aborts (the bus is shutting down). A synchronous throw in `run` rejects like an
  * async one. The timer is always cleared: nothing outlives the attempt.
  *
- * The `AbortController` is made only when the handler reads `signal` (most never do): creating
- * one costs ~3.4 µs in Node 20, more than a tenth of what a delivered event costs the SDK.
+ * `run` is called on the next microtask; `comPrazo` is the same attempt called at once.
  */
 export function withHandlerTimeout<T>(
   nome: string,
   timeoutMs: number,
   closing: AbortSignal,
-  run: (tentativa: Tentativa) => Promise<T> | T,
+  run: (tentativa: Tentativa) => PromiseLike<T> | T,
 ): Promise<T> {
+  return Promise.resolve(closing).then((c) => comPrazo(nome, timeoutMs, c, run));
+}
+
+/**
+ * One handler attempt under its deadline, called at once: what `run` returns when it is not a
+ * promise (a handler that returned at once: no timer, no promise — a synchronous handler cannot
+ * be interrupted anyway), else a promise of its result that rejects with `HandlerTimeoutError`
+ * `timeoutMs` after `run` was called, or with the handler's own error. A synchronous throw in
+ * `run` is thrown here. The colony subscriber delivers through this, so an event whose handler
+ * returns at once costs no promise and no timer (docs/consuming.md).
+ *
+ * The `AbortController` is made only when the handler reads `signal` (most never do): creating
+ * one costs ~3.4 µs in Node 20, more than a tenth of what a delivered event costs the SDK.
+ */
+export function comPrazo<T>(
+  nome: string,
+  timeoutMs: number,
+  closing: AbortSignal,
+  run: (tentativa: Tentativa) => PromiseLike<T> | T,
+): Promise<T> | T {
   const attempt = new Attempt();
   if (closing.aborted) attempt.abort();
+  const started = performance.now();
+  const result = run(attempt);
+  if (!isThenable(result)) return result;
+  // still running: from here the bus closing aborts it (it could not while `run` ran synchronously)
   const attempts = attemptsUnder(closing);
   attempts.add(attempt);
+  if (closing.aborted) attempt.abort();
   return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => {
-      attempts.delete(attempt);
-      attempt.abort();
-      reject(new HandlerTimeoutError(nome, timeoutMs));
-    }, timeoutMs);
-    Promise.resolve(attempt)
-      .then(run)
-      .then(
-        (v) => {
-          clearTimeout(timer);
-          attempts.delete(attempt);
-          resolve(v);
-        },
-        (err: unknown) => {
-          clearTimeout(timer);
-          attempts.delete(attempt);
-          // the handler's own rejection reason, passed on as it is (it may not be an Error)
-          // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors
-          reject(err);
-        },
-      );
+    const timer = setTimeout(
+      () => {
+        attempts.delete(attempt);
+        attempt.abort();
+        reject(new HandlerTimeoutError(nome, timeoutMs));
+      },
+      Math.max(0, timeoutMs - (performance.now() - started)),
+    );
+    result.then(
+      (v) => {
+        clearTimeout(timer);
+        attempts.delete(attempt);
+        resolve(v);
+      },
+      (err: unknown) => {
+        clearTimeout(timer);
+        attempts.delete(attempt);
+        // the handler's own rejection reason, passed on as it is (it may not be an Error)
+        // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors
+        reject(err);
+      },
+    );
   });
 }
+
+/** A promise or anything else with a `then` method (what `await` would wait for). */
+export const isThenable = (v: unknown): v is PromiseLike<unknown> =>
+  (typeof v === 'object' || typeof v === 'function') &&
+  v !== null &&
+  typeof (v as { then?: unknown }).then === 'function';

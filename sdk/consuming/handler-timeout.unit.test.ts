@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { HandlerTimeoutError } from '../errors';
-import { withHandlerTimeout, type Tentativa } from './handler-timeout';
+import { comPrazo, withHandlerTimeout, type Tentativa } from './handler-timeout';
 
 const never = new Promise<never>(() => undefined);
 const tick = (ms = 0): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -109,5 +109,68 @@ describe('withHandlerTimeout', () => {
       ),
       { numRuns: 30 },
     );
+  });
+});
+
+describe('comPrazo (the same attempt, called at once)', () => {
+  const timers = (): number => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+
+  it('gives back what a handler that returned at once returned — no promise, no timer — and throws its synchronous throw', () => {
+    const closing = new AbortController().signal;
+    const before = timers();
+    let calledAt: 'now' | 'later' | undefined;
+    const value = comPrazo('h', 1000, closing, () => {
+      calledAt ??= 'now';
+      return { n: 42 };
+    });
+    calledAt ??= 'later';
+    expect(calledAt).toBe('now');
+    expect(value).toEqual({ n: 42 }); // the value itself, not a promise of it
+    expect(timers()).toBe(before);
+    const boom = new Error('boom');
+    expect(() =>
+      comPrazo('h', 1000, closing, () => {
+        throw boom;
+      }),
+    ).toThrow(boom);
+    expect(timers()).toBe(before);
+  });
+
+  it("a handler that returns a promise gets its deadline counted from the call, its synchronous part included, and the bus's close", async () => {
+    const closing = new AbortController();
+    const started = performance.now();
+    let seen: Tentativa | undefined;
+    const slow = comPrazo('lento', 500, closing.signal, (t) => {
+      seen = t;
+      while (performance.now() - started < 300); // 300 ms of synchronous work before its first await
+      return never;
+    });
+    const returnedAt = performance.now();
+    expect(slow).toBeInstanceOf(Promise);
+    await expect(slow).rejects.toBeInstanceOf(HandlerTimeoutError);
+    const now = performance.now();
+    expect(now - started).toBeGreaterThanOrEqual(499); // never before the deadline
+    expect(now - returnedAt).toBeLessThan(450); // ~200 ms after the return, not 500: the synchronous part counted
+    expect(seen?.signal.aborted).toBe(true);
+    // still running when the bus closes: aborted, even if the handler closed the bus itself before returning
+    let closed: Tentativa | undefined;
+    const closesBus = comPrazo('fecha', HANG_MS, closing.signal, (t) => {
+      closed = t;
+      return never;
+    });
+    void Promise.resolve(closesBus).catch(() => undefined);
+    const own = new AbortController();
+    let self: Tentativa | undefined;
+    void Promise.resolve(
+      comPrazo('proprio', HANG_MS, own.signal, (t) => {
+        self = t;
+        own.abort(); // the handler ends the bus synchronously (encerrar from inside a handler)
+        return never;
+      }),
+    ).catch(() => undefined);
+    expect(closed?.signal.aborted).toBe(false);
+    closing.abort();
+    expect(closed?.signal.aborted).toBe(true);
+    expect(self?.signal.aborted).toBe(true);
   });
 });

@@ -65,6 +65,43 @@ describe('inscrever over the real broker', () => {
     expect(effectSpan).not.toBe(causeSpan); // a span of its own
   });
 
+  it('a handler that returns at once (settled without a promise) still gives what it starts its event as cause — directly and from a timer', async () => {
+    const bus = await createTestBus();
+    const effects: EventoConsultado[] = [];
+    const publish = () =>
+      void bus
+        .publicar({
+          tipo: 'demanda.normalizada',
+          origem: 'D-1b',
+          payload: { ...SAMPLE_PAYLOADS['demanda.normalizada'] },
+        })
+        .then((e) => effects.push(e));
+    const signals: boolean[] = [];
+    bus.inscrever('demanda.recebida', 'D-1b', (_e, ctx) => {
+      signals.push(ctx.signal.aborted);
+      publish(); // started, not awaited: the handler returns undefined at once
+      setTimeout(publish, 5);
+    });
+    await bus.inscricoesProntas();
+    const causes = [];
+    for (let i = 0; i < 3; i++)
+      causes.push(
+        await bus.publicar({
+          tipo: 'demanda.recebida',
+          origem: 'D-1a',
+          payload: { ...SAMPLE_PAYLOADS['demanda.recebida'] },
+        }),
+      );
+    await waitFor(() => effects.length === 6);
+    expect(signals).toEqual([false, false, false]);
+    const byCause = new Map(causes.map((c) => [c.event_id, c.correlacao_id]));
+    for (const effect of effects) {
+      expect(byCause.has(effect.causation_id as string)).toBe(true);
+      expect(effect.correlacao_id).toBe(byCause.get(effect.causation_id as string));
+    }
+    expect(new Set(effects.map((e) => e.causation_id)).size).toBe(3); // two effects for each of the three causes
+  });
+
   it('T10/T11: a failing handler is retried, then dead-lettered with its context; the other handlers run normally', async () => {
     const bus = await createTestBus();
     const attempts: number[] = [];

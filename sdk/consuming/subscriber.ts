@@ -1,4 +1,4 @@
-import { withHandlerTimeout } from './handler-timeout';
+import { comPrazo, isThenable, withHandlerTimeout } from './handler-timeout';
 import { backoffDelay, sleep } from '../runtime/retry';
 import { setNewest } from '../runtime/bounded-map';
 import type { Span } from '@opentelemetry/api';
@@ -45,6 +45,23 @@ export interface ContextoEntrega {
    * (the DLQ topic no longer held the original), so fields the policy dropped are missing.
    */
   reprocessamento?: { pedido?: string; redigido: boolean };
+}
+
+/** One event on its way to one handler: what every attempt of that handler on it reads. */
+interface Entrega {
+  h: Inscricao;
+  evento: EventoConsultado;
+  topic: string;
+  partition: number;
+  message: EachMessagePayload['message'];
+  unico: boolean;
+  traceparent: TraceParent | undefined;
+  reprocessamento: ContextoEntrega['reprocessamento'];
+}
+
+/** A failed attempt: the handler's error (or the deadline's). */
+interface Falha {
+  erro: unknown;
 }
 
 /** A colony's handler (seed 4.2): receives the event with its full payload. */
@@ -503,7 +520,11 @@ export class ColonySubscriber {
             ? await this.runAgrupavel(topic, partition, messages, i)
             : [];
         if (run.length > 1) await this.handleRun(topic, partition, run);
-        else await this.handle(topic, partition, message);
+        else {
+          // settled without a promise in the usual case (see handle): awaited only when it waits
+          const waiting = this.handle(topic, partition, message);
+          if (waiting) await waiting;
+        }
         i += Math.max(1, run.length);
         handled = i - 1;
         if (i >= messages.length || performance.now() - checked >= BETWEEN_CHECKS_MS) {
@@ -641,40 +662,71 @@ export class ColonySubscriber {
     }
   }
 
-  /** One event alone: decoded (or dead-lettered), then every handler of its type, protected. */
-  private async handle(topic: string, partition: number, message: EachMessagePayload['message']): Promise<void> {
+  /**
+   * One event alone: decoded (or dead-lettered), then every handler of its type, protected.
+   *
+   * Synchronous as far as the event allows: when its schema id is known (every record after its
+   * schema's first) and its handlers return at once, it is settled before this returns
+   * `undefined` — no promise, no timer (reading a backlog, each one was paid for every event under
+   * AsyncLocalStorage's promise hooks). Otherwise a promise of the rest.
+   */
+  private handle(topic: string, partition: number, message: EachMessagePayload['message']): Promise<void> | undefined {
     const reprocess = topic === this.topicoReprocessar;
-    let evento: EventoConsultado;
+    // the redacted log copy (fields the policy dropped) skips the schema check — only when
+    // the platform sent it back on the reprocessing topic, never for a header on a live topic
+    const posicao = { topico: topic, particao: partition, offset: message.offset };
+    const options = {
+      validateSchema: !(reprocess && headerString(message.headers, REPROCESS_HEADERS.redacted) === 'true'),
+    };
+    let evento: EventoConsultado | undefined;
     try {
-      // the redacted log copy (fields the policy dropped) skips the schema check — only when
-      // the platform sent it back on the reprocessing topic, never for a header on a live topic
-      // without a promise when the record's schema id is known (every record after its schema's first)
-      const posicao = { topico: topic, particao: partition, offset: message.offset };
-      const options = {
-        validateSchema: !(reprocess && headerString(message.headers, REPROCESS_HEADERS.redacted) === 'true'),
-      };
-      evento =
-        this.d.decoder.decodeKnown(message, posicao, options) ??
-        (await this.d.decoder.decode(message, posicao, options));
+      evento = this.d.decoder.decodeKnown(message, posicao, options);
     } catch (err) {
-      if (isRetriable(err)) throw err; // registry down: kafkajs retries the message
-      await this.deadLetter(topic, partition, message, 'decodificador', err, 1);
-      return;
+      return this.naoDecodificado(topic, partition, message, err);
     }
-    if (reprocess) {
-      await this.reprocess(evento, topic, partition, message);
-      return;
-    }
+    if (evento) return this.entregar(evento, topic, partition, message);
+    return this.d.decoder.decode(message, posicao, options).then(
+      (e) => this.entregar(e, topic, partition, message),
+      (err: unknown) => this.naoDecodificado(topic, partition, message, err),
+    );
+  }
+
+  /** A record the decoder refused: dead-lettered — unless the registry is down (kafkajs retries it). */
+  private async naoDecodificado(
+    topic: string,
+    partition: number,
+    message: EachMessagePayload['message'],
+    err: unknown,
+  ): Promise<void> {
+    if (isRetriable(err)) throw err;
+    await this.deadLetter(topic, partition, message, 'decodificador', err, 1);
+  }
+
+  /** A decoded event to its handlers (or its reprocessing); `undefined` when nothing was left to wait for. */
+  private entregar(
+    evento: EventoConsultado,
+    topic: string,
+    partition: number,
+    message: EachMessagePayload['message'],
+  ): Promise<void> | undefined {
+    if (topic === this.topicoReprocessar) return this.reprocess(evento, topic, partition, message);
     if (this.recent.has(evento.event_id)) {
       this.d.metrics.consumed.inc({ tipo: evento.tipo, colonia: this.d.colonia, result: 'duplicate' });
-      return;
+      return undefined;
     }
     const handlers = this.manipuladoresDe(evento.tipo);
     // Each handler independently: one failing never affects another (seed 3.5).
-    if (handlers.length === 1)
-      await this.executarProtegido(handlers[0] as Inscricao, evento, topic, partition, message, { unico: true });
-    else await Promise.all(handlers.map((h) => this.executarProtegido(h, evento, topic, partition, message)));
-    this.remember(evento.event_id);
+    const feito =
+      handlers.length === 1
+        ? this.executarProtegido(handlers[0] as Inscricao, evento, topic, partition, message, { unico: true })
+        : Promise.all(
+            handlers.map((h) => Promise.resolve(this.executarProtegido(h, evento, topic, partition, message))),
+          );
+    if (!isThenable(feito)) {
+      this.remember(evento.event_id);
+      return undefined;
+    }
+    return Promise.resolve(feito).then(() => this.remember(evento.event_id));
   }
 
   /**
@@ -699,7 +751,7 @@ export class ColonySubscriber {
       return;
     }
     const results = await Promise.all(
-      handlers.map((h) => this.executarProtegido(h, evento, topic, partition, message)),
+      handlers.map((h) => Promise.resolve(this.executarProtegido(h, evento, topic, partition, message))),
     );
     if (!results.every(Boolean)) return; // the failures were dead-lettered
     const pedido = headerString(message.headers, REPROCESS_HEADERS.request);
@@ -730,96 +782,136 @@ export class ColonySubscriber {
   }
 
   /**
-   * The seed's `executarProtegido`, over Kafka: span, metrics, retries, timeout, DLQ. `false` = dead-lettered.
+   * The seed's `executarProtegido`, over Kafka: span, metrics, retries, timeout, DLQ. `false` =
+   * dead-lettered. `true` without a promise when the first attempt returned at once (`tentar`).
    *
    * Each attempt gets a payload of its own, so a handler that changes it changes nothing another
    * attempt or handler sees, nor the values error texts are scrubbed of. `unico` (the event's only
    * handler, nobody else holds `evento`): the first attempt takes the decoded payload itself, and
    * what comes after it — a retry, the scrubbing — reads a copy parsed again from the record's bytes.
    */
-  private async executarProtegido(
+  private executarProtegido(
     h: Inscricao,
     evento: EventoConsultado,
     topic: string,
     partition: number,
     message: EachMessagePayload['message'],
     { unico = false }: { unico?: boolean } = {},
-  ): Promise<boolean> {
-    const reprocessamento =
-      topic === this.topicoReprocessar
-        ? {
-            pedido: headerString(message.headers, REPROCESS_HEADERS.request),
-            redigido: headerString(message.headers, REPROCESS_HEADERS.redacted) === 'true',
-          }
-        : undefined;
-    const traceparent = traceParentOf(headerString(message.headers, HEADER.traceparent));
-    let lastErr: unknown;
-    let attempt = 0;
-    for (attempt = 1; attempt <= 1 + h.opcoes.tentativasExtras; attempt++) {
-      const span = this.spanDoManipulador(h, evento, topic, partition, message, attempt, traceparent);
-      const t0 = performance.now();
-      try {
-        const ran = await comContextoCausal(this.causa(evento, span, traceparent), () =>
-          withActiveSpan(span, () =>
-            this.runWithTimeout(
-              h,
-              {
-                ...evento,
-                // a copy of its own: the decoded object for an only handler's first attempt, then
-                // a fresh parse of the record (unico), or a clone of the pristine decoded payload
-                payload: !unico
-                  ? structuredClone(evento.payload)
-                  : attempt === 1
-                    ? evento.payload
-                    : payloadIntacto(evento, message, unico),
-              },
-              attempt,
-              reprocessamento,
-            ),
-          ),
-        );
-        endSpan(span);
-        this.observe(h, evento, ran ? 'success' : 'duplicate', (performance.now() - t0) / 1000);
-        return true;
-      } catch (err) {
-        lastErr = err;
-        endSpan(span, err);
-        this.observe(
-          h,
-          evento,
-          err instanceof HandlerTimeoutError ? 'timeout' : 'failure',
-          (performance.now() - t0) / 1000,
-        );
-        this.d.logger.error('handler failed', {
-          event_id: evento.event_id,
-          correlacao_id: evento.correlacao_id,
-          colonia: this.d.colonia,
-          tipo: evento.tipo,
-          manipulador: h.nome,
-          tentativa: attempt,
-          error: scrubText(
-            err instanceof Error ? err.message : String(err),
-            payloadIntacto(evento, message, unico),
-            1000,
-          ),
-        });
-        if (err instanceof HandlerTimeoutError || this.closed) break;
-        if (attempt <= h.opcoes.tentativasExtras) {
-          this.d.metrics.consumeRetries.inc({ tipo: evento.tipo, colonia: this.d.colonia });
-          await sleep(backoffDelay(attempt, { initialMs: h.opcoes.backoffInicialMs, maxMs: h.opcoes.backoffMaxMs }));
-        }
-      }
-    }
-    await this.deadLetter(
+  ): boolean | Promise<boolean> {
+    const e: Entrega = {
+      h,
+      evento,
       topic,
       partition,
       message,
-      h.nome,
-      lastErr,
-      Math.min(attempt, 1 + h.opcoes.tentativasExtras),
-      payloadIntacto(evento, message, unico),
+      unico,
+      traceparent: traceParentOf(headerString(message.headers, HEADER.traceparent)),
+      reprocessamento:
+        topic === this.topicoReprocessar
+          ? {
+              pedido: headerString(message.headers, REPROCESS_HEADERS.request),
+              redigido: headerString(message.headers, REPROCESS_HEADERS.redacted) === 'true',
+            }
+          : undefined,
+    };
+    const primeira = this.tentar(e, 1);
+    return primeira === true ? true : this.depoisDaPrimeira(e, primeira);
+  }
+
+  /** After a first attempt that failed or is still running: the retries with backoff, then the DLQ. */
+  private async depoisDaPrimeira(e: Entrega, primeira: Falha | Promise<true | Falha>): Promise<boolean> {
+    const { h } = e;
+    let resultado = await primeira;
+    let attempt = 1;
+    while (resultado !== true) {
+      if (resultado.erro instanceof HandlerTimeoutError || this.closed || attempt > h.opcoes.tentativasExtras) {
+        await this.deadLetter(
+          e.topic,
+          e.partition,
+          e.message,
+          h.nome,
+          resultado.erro,
+          attempt,
+          payloadIntacto(e.evento, e.message, e.unico),
+        );
+        return false;
+      }
+      this.d.metrics.consumeRetries.inc({ tipo: e.evento.tipo, colonia: this.d.colonia });
+      await sleep(backoffDelay(attempt, { initialMs: h.opcoes.backoffInicialMs, maxMs: h.opcoes.backoffMaxMs }));
+      resultado = await this.tentar(e, ++attempt);
+    }
+    return true;
+  }
+
+  /**
+   * One attempt of a handler on the event, in its span and causal context, under its deadline:
+   * `true` when it succeeded (or its inbox had it already), else why it failed — counted, traced
+   * and logged here. Returned at once, without a promise, when the handler returned at once.
+   */
+  private tentar(e: Entrega, attempt: number): true | Falha | Promise<true | Falha> {
+    const { h, evento, unico } = e;
+    const span = this.spanDoManipulador(h, evento, e.topic, e.partition, e.message, attempt, e.traceparent);
+    const t0 = performance.now();
+    let ran: boolean | Promise<boolean>;
+    try {
+      ran = comContextoCausal(this.causa(evento, span, e.traceparent), () =>
+        withActiveSpan(span, () =>
+          this.runWithTimeout(
+            h,
+            {
+              ...evento,
+              // a copy of its own: the decoded object for an only handler's first attempt, then
+              // a fresh parse of the record (unico), or a clone of the pristine decoded payload
+              payload: !unico
+                ? structuredClone(evento.payload)
+                : attempt === 1
+                  ? evento.payload
+                  : payloadIntacto(evento, e.message, unico),
+            },
+            attempt,
+            e.reprocessamento,
+          ),
+        ),
+      );
+    } catch (err) {
+      return this.falhou(e, attempt, span, t0, err);
+    }
+    if (!isThenable(ran)) return this.conseguiu(e, span, t0, ran);
+    return ran.then(
+      (r) => this.conseguiu(e, span, t0, r),
+      (err: unknown) => this.falhou(e, attempt, span, t0, err),
     );
-    return false;
+  }
+
+  private conseguiu(e: Entrega, span: Span, t0: number, ran: boolean): true {
+    endSpan(span);
+    this.observe(e.h, e.evento, ran ? 'success' : 'duplicate', (performance.now() - t0) / 1000);
+    return true;
+  }
+
+  private falhou(e: Entrega, attempt: number, span: Span, t0: number, err: unknown): Falha {
+    const { h, evento } = e;
+    endSpan(span, err);
+    this.observe(
+      h,
+      evento,
+      err instanceof HandlerTimeoutError ? 'timeout' : 'failure',
+      (performance.now() - t0) / 1000,
+    );
+    this.d.logger.error('handler failed', {
+      event_id: evento.event_id,
+      correlacao_id: evento.correlacao_id,
+      colonia: this.d.colonia,
+      tipo: evento.tipo,
+      manipulador: h.nome,
+      tentativa: attempt,
+      error: scrubText(
+        err instanceof Error ? err.message : String(err),
+        payloadIntacto(evento, e.message, e.unico),
+        1000,
+      ),
+    });
+    return { erro: err };
   }
 
   /** The consumer span of one handler attempt, continuing the publisher's trace. */
@@ -864,9 +956,9 @@ export class ColonySubscriber {
     evento: EventoConsultado,
     tentativa: number,
     reprocessamento: ContextoEntrega['reprocessamento'],
-  ): Promise<boolean> {
-    return withHandlerTimeout(h.nome, h.opcoes.timeoutMs, this.abort.signal, (t) => {
-      // called inside withHandlerTimeout's promise chain: a handler that throws synchronously rejects it
+  ): boolean | Promise<boolean> {
+    // called at once: a handler that throws synchronously throws here (tentar counts it a failure)
+    return comPrazo(h.nome, h.opcoes.timeoutMs, this.abort.signal, (t) => {
       const call = (transacao?: PoolClient): unknown =>
         h.manipulador(evento, {
           tentativa,
@@ -983,8 +1075,3 @@ const payloadIntacto = (
 const BETWEEN_CHECKS_MS = 100;
 
 const committedOffset = (p: { offset: string }): boolean => /^\d+$/.test(p.offset);
-
-const isThenable = (v: unknown): v is PromiseLike<unknown> =>
-  (typeof v === 'object' || typeof v === 'function') &&
-  v !== null &&
-  typeof (v as { then?: unknown }).then === 'function';

@@ -102,7 +102,8 @@ describe('InMemoryEventBus, the helpers a colony test awaits', () => {
     const real = global.setTimeout;
     const spy = jest.spyOn(global, 'setTimeout').mockImplementation((fn: () => void, ms?: number) => {
       const t = real(fn, ms);
-      if (new Error().stack?.includes('in-memory-bus.ts')) armed.push(t);
+      const stack = new Error().stack ?? '';
+      if (stack.includes('in-memory-bus.ts') || stack.includes('handler-timeout.ts')) armed.push(t);
       return t;
     });
     const bus = new InMemoryEventBus();
@@ -116,7 +117,8 @@ describe('InMemoryEventBus, the helpers a colony test awaits', () => {
       },
       { timeoutMs: 100 },
     );
-    bus.inscrever('demanda.recebida', 'D-2', () => undefined); // quick: its 30 s timeout must be cleared, not left
+    bus.inscrever('demanda.recebida', 'D-2', () => Promise.resolve()); // quick: its 30 s timeout must be cleared, not left
+    bus.inscrever('demanda.recebida', 'D-3', () => undefined); // returns at once: arms no timer at all
     await bus.publicar({
       tipo: 'demanda.recebida',
       origem: 'D-1a',
