@@ -147,6 +147,13 @@ export class ColonySubscriber {
   private readonly consumers = new Set<Consumer>();
   /** Crashes since the consumer last joined (drives the restart backoff). */
   private crashes = 0;
+  /**
+   * Seeks this instance asked for (the only ones its consumers get: the consumer is private).
+   * A fetch's loop asks kafkajs whether its partition was sought — a `JSON.stringify` of the
+   * partition's key each time, ~3 % of a consuming thread when asked per message — at its start,
+   * then per message only once a seek was asked meanwhile.
+   */
+  private seeks = 0;
   /** Why the subscription is not consuming (the last failure), until the group joins again. */
   private falha: FalhaInscricao | undefined;
   private readonly recent = new Map<string, true>();
@@ -366,6 +373,7 @@ export class ColonySubscriber {
           const offset = pins.get(topic)?.get(partition);
           if (offset === undefined) continue;
           pins.get(topic)?.delete(partition);
+          this.seeks++;
           consumer.seek({ topic, partition, offset });
         }
       pins.clear(); // a partition another instance took first has that instance's commits: never seek it back
@@ -509,9 +517,10 @@ export class ColonySubscriber {
       p.resolveOffset((messages[handled] as EachMessagePayload['message']).offset);
       resolved = handled;
     };
+    const seeks = this.seeks;
     try {
       for (let i = 0; i < messages.length;) {
-        if (!p.isRunning() || p.isStale()) return;
+        if (!p.isRunning() || ((i === 0 || this.seeks !== seeks) && p.isStale())) return;
         const message = messages[i] as EachMessagePayload['message'];
         // decided without decoding for a type no handler batches (the usual case): no run to build
         const run =
