@@ -58,7 +58,7 @@ const daysIn = (year: number, month: number): number =>
     ? year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0)
       ? 29
       : 28
-    : [4, 6, 9, 11].includes(month)
+    : month === 4 || month === 6 || month === 9 || month === 11
       ? 30
       : 31;
 
@@ -70,6 +70,7 @@ const daysIn = (year: number, month: number): number =>
  */
 export function timestampProblem(v: unknown): string | undefined {
   if (typeof v !== 'string') return `must be an ISO-8601 date-time string, got ${typeOf(v)}`;
+  if (isStorableUtcMillis(v)) return undefined;
   const m = TIMESTAMP_RE.exec(v);
   if (!m) return 'must be an ISO-8601 date-time with a time zone (e.g. 2026-03-01T10:00:00Z)';
   const year = Number(m[1]);
@@ -91,6 +92,53 @@ export function timestampProblem(v: unknown): string | undefined {
   if (t < EARLIEST || t > LATEST) return 'must be an instant between the years 0001 and 9999 (UTC)';
   return undefined;
 }
+
+/**
+ * `timestampProblem`'s answer for the one shape `Date#toISOString` writes — what every SDK
+ * publisher and most producers send (`2026-03-01T10:00:00.123Z`) — read by character codes:
+ * `true` only when that answer is "no problem" (a real date in the years 0001-9999, in UTC, is
+ * always within range). Anything else, a problem included, takes the general path, which words
+ * the problem; the two agree on every string (a property test). ~10× cheaper than the regular
+ * expression and the `Date` it needs, checked for every decoded record.
+ */
+function isStorableUtcMillis(v: string): boolean {
+  if (v.length !== 24 || v.charCodeAt(23) !== 90) return false; // …Z
+  let year = 0;
+  let month = 0;
+  let day = 0;
+  let hour = 0;
+  let minute = 0;
+  let second = 0;
+  for (let i = 0; i < 23; i++) {
+    const ch = v.charCodeAt(i);
+    const sep = UTC_MILLIS_SEPARATORS[i];
+    if (sep !== 0) {
+      if (ch !== sep) return false;
+      continue;
+    }
+    const d = ch - 48;
+    if (d < 0 || d > 9) return false;
+    if (i < 4) year = year * 10 + d;
+    else if (i < 7) month = month * 10 + d;
+    else if (i < 10) day = day * 10 + d;
+    else if (i < 13) hour = hour * 10 + d;
+    else if (i < 16) minute = minute * 10 + d;
+    else if (i < 19) second = second * 10 + d;
+  }
+  return (
+    year >= 1 &&
+    month >= 1 &&
+    month <= 12 &&
+    day >= 1 &&
+    day <= daysIn(year, month) &&
+    hour <= 23 &&
+    minute <= 59 &&
+    second <= 59
+  );
+}
+
+/** `YYYY-MM-DDTHH:MM:SS.sss`: the separator expected at each position, 0 for a digit. */
+const UTC_MILLIS_SEPARATORS = Uint8Array.from('0000-00-00T00:00:00.000', (ch) => (ch === '0' ? 0 : ch.charCodeAt(0)));
 
 export const isStorableTimestamp = (v: unknown): v is string => timestampProblem(v) === undefined;
 

@@ -140,6 +140,43 @@ describe('timestamps PostgreSQL stores as the same instant', () => {
     expect(timestampProblem(t)).toMatch(/string/),
   );
 
+  it("reads Date#toISOString's own shape by character codes as the general rule does: accepted exactly when JavaScript writes the same text back for a year from 0001", () => {
+    const two = (max: number) => fc.integer({ min: 0, max }).map((n) => String(n).padStart(2, '0'));
+    const field = (arb: fc.Arbitrary<string>) =>
+      fc.oneof({ weight: 9, arbitrary: arb }, { weight: 1, arbitrary: fc.string({ minLength: 1, maxLength: 3 }) });
+    const sep = (ch: string) =>
+      fc.oneof({ weight: 9, arbitrary: fc.constant(ch) }, { weight: 1, arbitrary: fc.string({ maxLength: 2 }) });
+    fc.assert(
+      fc.property(
+        fc.tuple(
+          field(fc.integer({ min: 0, max: 9999 }).map((n) => String(n).padStart(4, '0'))),
+          sep('-'),
+          field(two(19)),
+          sep('-'),
+          field(two(39)),
+          sep('T'),
+          field(two(29)),
+          sep(':'),
+          field(two(69)),
+          sep(':'),
+          field(two(69)),
+          sep('.'),
+          field(fc.integer({ min: 0, max: 999 }).map((n) => String(n).padStart(3, '0'))),
+          sep('Z'),
+        ),
+        (parts) => {
+          const t = parts.join('');
+          // other shapes (a damaged separator, a fraction of another length) are the general rule's, tested above
+          fc.pre(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/.test(t));
+          const roundTrips =
+            !Number.isNaN(Date.parse(t)) && new Date(t).toISOString() === t && t.slice(0, 4) !== '0000';
+          expect(timestampProblem(t) === undefined).toBe(roundTrips);
+        },
+      ),
+      { numRuns: 5000 },
+    );
+  });
+
   it('agrees with JavaScript on the instant of every date it accepts', () => {
     fc.assert(
       fc.property(
