@@ -935,7 +935,7 @@ export class ColonySubscriber {
   ): Span {
     return startConsumerSpan(
       topic,
-      {
+      () => ({
         'messaging.consumer.group.name': this.groupId,
         'messaging.destination.partition.id': String(partition),
         'messaging.kafka.offset': Number(message.offset),
@@ -944,7 +944,7 @@ export class ColonySubscriber {
         'feromonios.colonia': this.d.colonia,
         'feromonios.manipulador': h.nome,
         'feromonios.tentativa': attempt,
-      },
+      }),
       traceparent,
     );
   }
