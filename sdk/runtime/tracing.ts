@@ -174,9 +174,41 @@ export function withActiveSpan<T>(span: Span, fn: () => T): T {
 export const formatTraceparent = (sc: SpanContext): string =>
   `00-${sc.traceId}-${sc.spanId}-${(sc.traceFlags & 0xff).toString(16).padStart(2, '0')}`;
 
+/**
+ * The span context a W3C `traceparent` (version 00) names, when valid. The header as the SDK and
+ * OpenTelemetry write it — 55 characters, lowercase hex, ids not all zeros — is read by character
+ * codes (every delivered event has one); anything else takes the regular expression (surrounding
+ * blanks trimmed), which decides the same for every string (a property test).
+ */
 export function parseTraceparent(value: string): SpanContext | undefined {
+  if (value.length === 55 && isPlainTraceparent(value))
+    return {
+      traceId: value.slice(3, 35),
+      spanId: value.slice(36, 52),
+      traceFlags: parseInt(value.slice(53), 16),
+      isRemote: true,
+    };
   const m = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/.exec(value.trim());
   if (!m?.[1] || !m[2] || !m[3]) return undefined;
   const sc: SpanContext = { traceId: m[1], spanId: m[2], traceFlags: parseInt(m[3], 16), isRemote: true };
   return trace.isSpanContextValid(sc) ? sc : undefined;
+}
+
+/** `00-<32 hex>-<16 hex>-<2 hex>` in lowercase, with a trace id and a span id that are not all zeros. */
+function isPlainTraceparent(v: string): boolean {
+  if (v.charCodeAt(0) !== 48 || v.charCodeAt(1) !== 48 || v.charCodeAt(2) !== 45) return false; // 00-
+  if (v.charCodeAt(35) !== 45 || v.charCodeAt(52) !== 45) return false;
+  let trace = 0;
+  let span = 0;
+  for (let i = 3; i < 55; i++) {
+    if (i === 35 || i === 52) continue;
+    const c = v.charCodeAt(i);
+    const hex = (c >= 48 && c <= 57) || (c >= 97 && c <= 102);
+    if (!hex) return false;
+    if (c !== 48) {
+      if (i < 35) trace++;
+      else if (i < 52) span++;
+    }
+  }
+  return trace > 0 && span > 0;
 }

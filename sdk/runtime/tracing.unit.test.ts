@@ -1,6 +1,7 @@
-import { trace } from '@opentelemetry/api';
+import fc from 'fast-check';
+import { trace, type SpanContext } from '@opentelemetry/api';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
-import { startConsumerSpan, traceParentOf } from './tracing';
+import { parseTraceparent, startConsumerSpan, traceParentOf } from './tracing';
 
 const parent = traceParentOf('00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01');
 const attributes = () => ({ 'feromonios.colonia': 'D-4', 'messaging.kafka.offset': 7 });
@@ -32,5 +33,51 @@ describe('startConsumerSpan', () => {
     expect(done?.parentSpanContext?.spanId).toBe(parent?.context.spanId);
     expect(done?.attributes).toMatchObject({ 'feromonios.colonia': 'D-4', 'messaging.kafka.offset': 7 });
     await provider.shutdown();
+  });
+});
+
+describe('parseTraceparent', () => {
+  /** The W3C rule as a regular expression and the API's own validity check: what the fast path must agree with. */
+  const oracle = (value: string): SpanContext | undefined => {
+    const m = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/.exec(value.trim());
+    if (!m?.[1] || !m[2] || !m[3]) return undefined;
+    const sc: SpanContext = { traceId: m[1], spanId: m[2], traceFlags: parseInt(m[3], 16), isRemote: true };
+    return trace.isSpanContextValid(sc) ? sc : undefined;
+  };
+
+  it('reads every header as the W3C rule does: valid ones, zero ids, upper case, blanks, other versions, damaged separators', () => {
+    const hexOf = (n: number) =>
+      fc.oneof(
+        { weight: 6, arbitrary: fc.stringMatching(new RegExp(`^[0-9a-f]{${n}}$`)) },
+        { weight: 1, arbitrary: fc.constant('0'.repeat(n)) },
+        { weight: 1, arbitrary: fc.stringMatching(new RegExp(`^[0-9a-fA-FgG ]{${n - 1},${n + 1}}$`)) },
+      );
+    const part = (arb: fc.Arbitrary<string>) =>
+      fc.oneof({ weight: 8, arbitrary: arb }, { weight: 1, arbitrary: fc.string({ maxLength: 3 }) });
+    fc.assert(
+      fc.property(
+        fc.tuple(
+          part(fc.constantFrom('00', '01', 'ff')),
+          part(fc.constant('-')),
+          hexOf(32),
+          part(fc.constant('-')),
+          hexOf(16),
+          part(fc.constant('-')),
+          hexOf(2),
+          fc.constantFrom('', '', '', ' ', '\t'),
+        ),
+        ([version, a, traceId, b, spanId, c, flags, blank]) => {
+          const header = `${blank}${version}${a}${traceId}${b}${spanId}${c}${flags}${blank}`;
+          expect(parseTraceparent(header)).toEqual(oracle(header));
+        },
+      ),
+      { numRuns: 5000 },
+    );
+    expect(parseTraceparent('00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01')).toEqual({
+      traceId: '0af7651916cd43dd8448eb211c80319c',
+      spanId: 'b7ad6b7169203331',
+      traceFlags: 1,
+      isRemote: true,
+    });
   });
 });
