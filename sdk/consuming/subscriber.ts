@@ -518,23 +518,24 @@ export class ColonySubscriber {
       resolved = handled;
     };
     const seeks = this.seeks;
+    // whether any handler of this colony batches its inbox: if none (the usual case), no event's type is read for it
+    const agrupa = topic !== this.topicoReprocessar && [...this.lotePorTipo.values()].some((n) => n > 1);
     try {
       for (let i = 0; i < messages.length;) {
         if (!p.isRunning() || ((i === 0 || this.seeks !== seeks) && p.isStale())) return;
         const message = messages[i] as EachMessagePayload['message'];
         // decided without decoding for a type no handler batches (the usual case): no run to build
         const run =
-          topic !== this.topicoReprocessar &&
-          (this.lotePorTipo.get(headerString(message.headers, HEADER.type) ?? '') ?? 1) > 1
+          agrupa && (this.lotePorTipo.get(headerString(message.headers, HEADER.type) ?? '') ?? 1) > 1
             ? await this.runAgrupavel(topic, partition, messages, i)
-            : [];
-        if (run.length > 1) await this.handleRun(topic, partition, run);
+            : undefined;
+        if (run && run.length > 1) await this.handleRun(topic, partition, run);
         else {
           // settled without a promise in the usual case (see handle): awaited only when it waits
           const waiting = this.handle(topic, partition, message);
           if (waiting) await waiting;
         }
-        i += Math.max(1, run.length);
+        i += Math.max(1, run?.length ?? 0);
         handled = i - 1;
         if (i >= messages.length || performance.now() - checked >= BETWEEN_CHECKS_MS) {
           resolve();
