@@ -1,4 +1,5 @@
 import { HandlerTimeoutError } from '../errors';
+import { DeadlineQueue, type Prazo } from './deadline-queue';
 
 /** What `run` gets: the attempt's signal, created the first time a handler reads it. */
 export interface Tentativa {
@@ -35,6 +36,17 @@ class Attempt implements Tentativa {
  */
 const running = new WeakMap<AbortSignal, Set<Attempt>>();
 
+/** Per closing signal, the deadlines of its attempts, one queue per timeout length (one timer each). */
+const deadlines = new WeakMap<AbortSignal, Map<number, DeadlineQueue>>();
+
+function deadlinesUnder(closing: AbortSignal, timeoutMs: number): DeadlineQueue {
+  let byLength = deadlines.get(closing);
+  if (!byLength) deadlines.set(closing, (byLength = new Map<number, DeadlineQueue>()));
+  let queue = byLength.get(timeoutMs);
+  if (!queue) byLength.set(timeoutMs, (queue = new DeadlineQueue()));
+  return queue;
+}
+
 function attemptsUnder(closing: AbortSignal): Set<Attempt> {
   let attempts = running.get(closing);
   if (!attempts) {
@@ -50,7 +62,8 @@ function attemptsUnder(closing: AbortSignal): Set<Attempt> {
  * (`EventBus`'s subscriber and `InMemoryEventBus`). `run` gets a `Tentativa` whose signal aborts
  * when `timeoutMs` passes (the attempt then rejects with `HandlerTimeoutError`) or when
  * `closing` aborts (the bus is shutting down). A synchronous throw in `run` rejects like an
- * async one. The timer is always cleared: nothing outlives the attempt.
+ * async one. Nothing outlives the attempt: its deadline is dropped when it settles, and the timer
+ * the deadlines share keeps the process alive only while an attempt runs (`DeadlineQueue`).
  *
  * `run` is called on the next microtask; `comPrazo` is the same attempt called at once.
  */
@@ -67,7 +80,8 @@ export function withHandlerTimeout<T>(
  * One handler attempt under its deadline, called at once: what `run` returns when it is not a
  * promise (a handler that returned at once: no timer, no promise — a synchronous handler cannot
  * be interrupted anyway), else a promise of its result that rejects with `HandlerTimeoutError`
- * `timeoutMs` after `run` was called, or with the handler's own error. A synchronous throw in
+ * `timeoutMs` after `run` was called (one timer per timeout length for all the attempts running:
+ * `DeadlineQueue`), or with the handler's own error. A synchronous throw in
  * `run` is thrown here. The colony subscriber delivers through this, so an event whose handler
  * returns at once costs no promise and no timer (docs/consuming.md).
  *
@@ -89,23 +103,25 @@ export function comPrazo<T>(
   const attempts = attemptsUnder(closing);
   attempts.add(attempt);
   if (closing.aborted) attempt.abort();
+  const queue = deadlinesUnder(closing, timeoutMs);
   return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(
-      () => {
+    const prazo: Prazo = {
+      deadline: started + timeoutMs,
+      expire: () => {
         attempts.delete(attempt);
         attempt.abort();
         reject(new HandlerTimeoutError(nome, timeoutMs));
       },
-      Math.max(0, timeoutMs - (performance.now() - started)),
-    );
+    };
+    queue.add(prazo);
     result.then(
       (v) => {
-        clearTimeout(timer);
+        queue.settle(prazo);
         attempts.delete(attempt);
         resolve(v);
       },
       (err: unknown) => {
-        clearTimeout(timer);
+        queue.settle(prazo);
         attempts.delete(attempt);
         // the handler's own rejection reason, passed on as it is (it may not be an Error)
         // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors

@@ -129,8 +129,8 @@ describe('InMemoryEventBus, the helpers a colony test awaits', () => {
     spy.mockRestore();
     expect(aborted).toBe(true);
     expect(armed.length).toBeGreaterThanOrEqual(2); // the handlers' timeouts
-    // each fired or cleared: none left to keep the process alive
-    expect(armed.filter((t) => !(t as unknown as { _destroyed: boolean })._destroyed)).toEqual([]);
+    // each fired, cleared, or no longer holding the process (the deadlines' shared timer, once no attempt runs)
+    expect(armed.filter((t) => !(t as unknown as { _destroyed: boolean })._destroyed && t.hasRef()).length).toBe(0);
   });
 
   it('is a Barramento: colony code typed against the interface takes it', async () => {
