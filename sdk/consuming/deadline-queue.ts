@@ -85,9 +85,13 @@ export class DeadlineQueue {
 
   /** Expires every running attempt past its deadline, keeps the others, and arms for the earliest of them. */
   private fire(): void {
+    // the timer's own word that the deadline it was armed for has come, as a timer per attempt's
+    // firing was: Node counts timers from its loop's cached millisecond clock, which may fire one a
+    // fraction of a millisecond before `performance.now()` says, and fake timers (a colony's tests)
+    // may not move `performance.now()` at all
+    const now = Math.max(performance.now(), this.armedFor);
     this.timer = undefined;
     this.armedFor = Infinity;
-    const now = performance.now();
     const kept: Prazo[] = [];
     const expired: Prazo[] = [];
     let next = Infinity;
