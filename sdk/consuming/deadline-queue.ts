@@ -22,8 +22,8 @@ const SETTLED_KEPT = 1024;
  * and fires later only to find nothing due), as a timer per attempt did. Memory is bounded by
  * the running attempts: settled ones behind a long-running one are dropped in batches.
  */
-export class DeadlineQueue {
-  private items: Prazo[] = [];
+export class DeadlineQueue<P extends Prazo = Prazo> {
+  private items: P[] = [];
   private head = 0;
   /** Attempts added and neither settled nor expired. */
   private live = 0;
@@ -33,7 +33,7 @@ export class DeadlineQueue {
   private armedFor = Infinity;
 
   /** Starts watching `prazo` until `settle(prazo)` or its deadline, whichever comes first. */
-  add(prazo: Prazo): void {
+  add(prazo: P): void {
     prazo.done = false;
     this.items.push(prazo);
     this.live++;
@@ -47,12 +47,12 @@ export class DeadlineQueue {
   }
 
   /** The attempt ended in time: its deadline no longer matters (a no-op once it expired). */
-  settle(prazo: Prazo): void {
+  settle(prazo: P): void {
     if (prazo.done) return;
     prazo.done = true;
     this.live--;
     this.settledKept++;
-    while (this.head < this.items.length && (this.items[this.head] as Prazo).done) {
+    while (this.head < this.items.length && (this.items[this.head] as P).done) {
       this.head++;
       this.settledKept--;
     }
@@ -70,6 +70,11 @@ export class DeadlineQueue {
   /** How many attempts it watches (running, not expired). */
   get running(): number {
     return this.live;
+  }
+
+  /** The attempts running now (neither settled nor expired), oldest first: what a closing bus aborts. */
+  runningNow(): P[] {
+    return this.items.slice(this.head).filter((p) => !p.done);
   }
 
   /** How many entries it holds, running or settled behind a running one (its memory). */
@@ -92,11 +97,11 @@ export class DeadlineQueue {
     const now = Math.max(performance.now(), this.armedFor);
     this.timer = undefined;
     this.armedFor = Infinity;
-    const kept: Prazo[] = [];
-    const expired: Prazo[] = [];
+    const kept: P[] = [];
+    const expired: P[] = [];
     let next = Infinity;
     for (let i = this.head; i < this.items.length; i++) {
-      const p = this.items[i] as Prazo;
+      const p = this.items[i] as P;
       if (p.done) continue;
       if (p.deadline <= now) {
         p.done = true;

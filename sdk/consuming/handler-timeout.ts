@@ -30,31 +30,33 @@ class Attempt implements Tentativa {
   }
 }
 
-/**
- * The attempts running under each closing signal: one `abort` listener per bus, not one per
- * attempt (an `EventTarget` listener added and removed for every delivered event cost ~1.2 µs).
- */
-const running = new WeakMap<AbortSignal, Set<Attempt>>();
-
-/** Per closing signal, the deadlines of its attempts, one queue per timeout length (one timer each). */
-const deadlines = new WeakMap<AbortSignal, Map<number, DeadlineQueue>>();
-
-function deadlinesUnder(closing: AbortSignal, timeoutMs: number): DeadlineQueue {
-  let byLength = deadlines.get(closing);
-  if (!byLength) deadlines.set(closing, (byLength = new Map<number, DeadlineQueue>()));
-  let queue = byLength.get(timeoutMs);
-  if (!queue) byLength.set(timeoutMs, (queue = new DeadlineQueue()));
-  return queue;
+/** A running attempt's deadline: the queue expires it, or the bus closing aborts it. */
+interface PrazoDaTentativa extends Prazo {
+  readonly attempt: Attempt;
 }
 
-function attemptsUnder(closing: AbortSignal): Set<Attempt> {
-  let attempts = running.get(closing);
-  if (!attempts) {
-    const set = new Set<Attempt>();
-    closing.addEventListener('abort', () => [...set].forEach((a) => a.abort()), { once: true });
-    running.set(closing, (attempts = set));
+/**
+ * Per closing signal, the attempts running under it: their deadlines, one queue per timeout
+ * length (one timer each). The queues are also what the bus closing aborts — one `abort` listener
+ * per bus, not one per attempt (an `EventTarget` listener added and removed for every delivered
+ * event cost ~1.2 µs).
+ */
+const deadlines = new WeakMap<AbortSignal, Map<number, DeadlineQueue<PrazoDaTentativa>>>();
+
+function deadlinesUnder(closing: AbortSignal, timeoutMs: number): DeadlineQueue<PrazoDaTentativa> {
+  let byLength = deadlines.get(closing);
+  if (!byLength) {
+    const queues = new Map<number, DeadlineQueue<PrazoDaTentativa>>();
+    closing.addEventListener(
+      'abort',
+      () => [...queues.values()].flatMap((q) => q.runningNow()).forEach((p) => p.attempt.abort()),
+      { once: true },
+    );
+    deadlines.set(closing, (byLength = queues));
   }
-  return attempts;
+  let queue = byLength.get(timeoutMs);
+  if (!queue) byLength.set(timeoutMs, (queue = new DeadlineQueue<PrazoDaTentativa>()));
+  return queue;
 }
 
 /**
@@ -100,15 +102,13 @@ export function comPrazo<T>(
   const result = run(attempt);
   if (!isThenable(result)) return result;
   // still running: from here the bus closing aborts it (it could not while `run` ran synchronously)
-  const attempts = attemptsUnder(closing);
-  attempts.add(attempt);
   if (closing.aborted) attempt.abort();
   const queue = deadlinesUnder(closing, timeoutMs);
   return new Promise<T>((resolve, reject) => {
-    const prazo: Prazo = {
+    const prazo: PrazoDaTentativa = {
       deadline: started + timeoutMs,
+      attempt,
       expire: () => {
-        attempts.delete(attempt);
         attempt.abort();
         reject(new HandlerTimeoutError(nome, timeoutMs));
       },
@@ -117,12 +117,10 @@ export function comPrazo<T>(
     result.then(
       (v) => {
         queue.settle(prazo);
-        attempts.delete(attempt);
         resolve(v);
       },
       (err: unknown) => {
         queue.settle(prazo);
-        attempts.delete(attempt);
         // the handler's own rejection reason, passed on as it is (it may not be an Error)
         // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors
         reject(err);
