@@ -75,7 +75,7 @@ export function withHandlerTimeout<T>(
   closing: AbortSignal,
   run: (tentativa: Tentativa) => PromiseLike<T> | T,
 ): Promise<T> {
-  return Promise.resolve(closing).then((c) => comPrazo(nome, timeoutMs, c, run));
+  return Promise.resolve().then(() => comPrazo(nome, timeoutMs, closing, run));
 }
 
 /**
