@@ -84,16 +84,17 @@ export class DeadlineQueue<P extends Prazo = Prazo> {
 
   private arm(deadline: number): void {
     this.armedFor = deadline;
-    this.timer = setTimeout(() => this.fire(), Math.max(1, deadline - performance.now()));
+    // rounded up: Node's timers count whole milliseconds (libuv's loop clock), so one set for the
+    // remaining time could fire over a millisecond before `performance.now()` reaches the deadline
+    // (seen under load); rounded up, it is early by a fraction of one at most
+    this.timer = setTimeout(() => this.fire(), Math.max(1, Math.ceil(deadline - performance.now())));
     if (this.live === 0) this.timer.unref();
   }
 
   /** Expires every running attempt past its deadline, keeps the others, and arms for the earliest of them. */
   private fire(): void {
     // the timer's own word that the deadline it was armed for has come, as a timer per attempt's
-    // firing was: Node counts timers from its loop's cached millisecond clock, which may fire one a
-    // fraction of a millisecond before `performance.now()` says, and fake timers (a colony's tests)
-    // may not move `performance.now()` at all
+    // firing was: fake timers (a colony's tests) may not move `performance.now()` at all
     const now = Math.max(performance.now(), this.armedFor);
     this.timer = undefined;
     this.armedFor = Infinity;
