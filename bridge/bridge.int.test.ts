@@ -7,6 +7,7 @@ import { SAMPLE_PAYLOADS } from '../sdk/testing';
 import { encodeValue } from '../sdk/wire';
 import { jsonLogger, type EventBus } from '../sdk';
 import { QUARANTINE_HEADERS } from './bridge';
+import { frontierOf } from './staging-frontier';
 import type { BridgeMetrics } from './metrics';
 
 const count = async (db: TestDatabase): Promise<number> =>
@@ -93,6 +94,35 @@ describe('the bridge mirrors event topics into core.event_log', () => {
       timeoutMs: 15_000,
     });
     expect(row.payload).toEqual({ parametro_id: 'peso.urgencia', valor_anterior: 1, valor_novo: 1.5 }); // responsavel_id removed
+  });
+
+  it('commits each event partition’s offset with the publish time of the last record it staged below it (ADR 0027)', async () => {
+    const topic = bus.topics.evento('demanda.normalizada');
+    const sent = await bus.publicarLote(
+      Array.from({ length: 6 }, () => ({
+        tipo: 'demanda.normalizada',
+        origem: 'D-1b',
+        payload: { ...SAMPLE_PAYLOADS['demanda.normalizada'] },
+      })),
+    );
+    await waitFor(async () => {
+      const ids = new Set((await logRows(db)).map((r) => r.event_id));
+      return sent.every((e) => ids.has(e.event_id));
+    });
+    const admin = await testKafka().admin();
+    // committed after the database commit: read once everything is in the log, and again until it shows
+    const committed = await waitFor(async () => {
+      const [t] = await admin.fetchOffsets({ groupId: `${bus.topics.namespace}-bridge`, topics: [topic] });
+      const parts = (t?.partitions ?? []).filter((p) => Number(p.offset) > 0);
+      const total = parts.reduce((n, p) => n + Number(p.offset), 0);
+      return total >= sent.length && { parts, total };
+    });
+    const records = await readTopic(topic, committed.total);
+    for (const p of committed.parts) {
+      const last = records.find((r) => r.partition === p.partition && r.offset === String(Number(p.offset) - 1));
+      expect(last).toBeDefined();
+      expect(frontierOf(p.metadata)).toBe(Number(last?.timestamp));
+    }
   });
 
   describe('poison records', () => {

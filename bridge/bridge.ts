@@ -49,6 +49,7 @@ import { colonyGroupLags, publishGroupLags } from './group-lag';
 import { publishTimeOf, stageEvents, type StagedRow } from './event-log-writer';
 import { refusable, writeIsolatingRefused } from './refused-rows';
 import { Sequencer } from './sequencer';
+import { frontierMetadata } from './staging-frontier';
 import type { StagedRef } from './causal-order';
 import type { BridgeMetrics } from './metrics';
 
@@ -601,6 +602,8 @@ export class Bridge {
     // the next chunk is decoded (CPU) while this one is staged (PostgreSQL): a two-stage pipeline
     let decoding = chunks[0] ? decode(chunks[0]) : undefined;
     let committed: string | undefined;
+    // the publish time of the last record staged so far, sent with the committed offset (ADR 0027)
+    let frontier: number | undefined;
     for (const [k, chunk] of chunks.entries()) {
       if (!ctl.isRunning() || ctl.isStale()) return; // rebalanced or stopping: the rest is redelivered
       this.o.metrics.consumed.inc({ topic }, chunk.length);
@@ -648,6 +651,7 @@ export class Bridge {
         if (sent === ABORTED) return;
       }
       this.lastDbOk = true;
+      frontier = lastStagedAt(good, refused) ?? frontier;
       this.o.metrics.staged.inc(result.staged.length);
       this.o.metrics.duplicates.inc(result.duplicates.length);
       const lastOffset = (chunk.at(-1) as KafkaMessage).offset;
@@ -656,7 +660,14 @@ export class Bridge {
       // the committed offset is what the sequencer waits for: "staged up to here". Committed
       // after the batch's last chunk, or every 5 chunks of a large one: fewer broker round trips
       if (k === chunks.length - 1 || k % 5 === 4) {
-        await consumer.commitOffsets([{ topic, partition, offset: (BigInt(lastOffset) + 1n).toString() }]);
+        await consumer.commitOffsets([
+          {
+            topic,
+            partition,
+            offset: (BigInt(lastOffset) + 1n).toString(),
+            metadata: frontier === undefined ? null : frontierMetadata(frontier),
+          },
+        ]);
         committed = lastOffset;
         this.recordProgress(
           this.lanes[0] as Lane,
@@ -1022,6 +1033,22 @@ export class Bridge {
       }
     }
   }
+}
+
+/**
+ * The publish time of the last of `good` that was staged (not `refused`), in milliseconds; none
+ * when nothing was — the chunk's frontier, as the sequencer's cut reads it from staging.
+ */
+function lastStagedAt(
+  good: ReadonlyArray<{ row: StagedRow }>,
+  refused: ReadonlyArray<{ eventId: string }>,
+): number | undefined {
+  const out = refused.length === 0 ? undefined : new Set(refused.map((r) => r.eventId));
+  for (let i = good.length - 1; i >= 0; i--) {
+    const row = (good[i] as { row: StagedRow }).row;
+    if (!out?.has(row.event_id)) return Date.parse(row.publicado_em);
+  }
+  return undefined;
 }
 
 /** A header's value when it is a UUID (for logs), else nothing. */

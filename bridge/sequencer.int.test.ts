@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { Kafka, logLevel, type Admin } from 'kafkajs';
+import { Kafka, logLevel, type Admin, type Consumer } from 'kafkajs';
 import { silentLogger } from '../sdk';
 import { SAMPLE_PAYLOADS } from '../sdk/testing';
 import {
@@ -13,6 +13,7 @@ import {
 import { stageEvents } from './event-log-writer';
 import { BridgeMetrics } from './metrics';
 import { Sequencer, type OpcoesSequencer } from './sequencer';
+import { frontierMetadata } from './staging-frontier';
 
 /** A staged event of namespace `ns` at `offset`, with a producer session's order if given. */
 const staged = (ns: string, offset: number, ordem?: { sessao: string; contador: number; firme: number }) => {
@@ -349,81 +350,135 @@ describe('staging upkeep', () => {
 
 describe('a backlog', () => {
   it('moves its head into the log while its tail is still being staged (a cut by publish time), in publish order, and the tail after it', async () => {
-    const db = await createTestDatabase();
-    const ns = randomNamespace();
-    const topic = `${ns}.evento.demanda.normalizada`;
-    const admin = await connectedAdmin();
-    await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: 2 }] });
-    const kafka = new Kafka({ clientId: 'sequencer-test', brokers: serviceEnv().brokers, logLevel: logLevel.NOTHING });
-    const producer = kafka.producer();
-    await producer.connect();
-    registerCleanup(() => producer.disconnect());
-    const perPartition = 6000;
-    for (const partition of [0, 1])
-      await producer.send({ topic, messages: Array.from({ length: perPartition }, () => ({ partition, value: 'x' })) });
-    // publish times interleave: partition 0's i-th event at base + 20i ms, partition 1's at base + 20i + 10
-    // (multiples of 10 ms: the log's `timestamp` keeps hundredths of a second)
-    // — except one record of partition 1, in the middle, dated an hour ahead (a producer's clock):
-    // it must not move partition 1's frontier, or the cut would take events of partition 0 that
-    // partition 1's unstaged tail precedes
-    const base = Date.parse('2026-12-03T10:00:00.000Z');
-    const datedAhead = 2000;
-    const publishedAt = (partition: number, i: number) =>
-      partition === 1 && i === datedAhead ? base + 3_600_000 : base + 20 * i + 10 * partition;
-    const row = (partition: number, i: number) => {
-      const at = new Date(publishedAt(partition, i)).toISOString();
-      return { ...staged(ns, i), kafka_topic: topic, kafka_partition: partition, timestamp: at, publicado_em: at };
-    };
-    const stage = async (partition: number, from: number, to: number) => {
-      for (let i = from; i < to; i += 2000)
-        await stageEvents(
-          db.pool,
-          Array.from({ length: Math.min(2000, to - i) }, (_, k) => row(partition, i + k)),
-        );
-      // the bridge commits after staging: the committed offset says "staged up to here"
-      await admin.setOffsets({ groupId: `${ns}-bridge`, topic, partitions: [{ partition, offset: String(to) }] });
-    };
-    await stage(0, 0, perPartition);
-    await stage(1, 0, 4000); // partition 1 lags: its last 2,000 are not staged yet
-    const skew = 1000;
-    const { metrics } = startSequencer(db.pool, ns, {
-      admin: () => admin,
-      vacuumEveryRows: 0,
-      batchSize: 100, // writes in chunks of 5,000; a cut needs at least that many events below it
-      roundLimit: 50_000, // as deployed: one round takes everything below the cut
-      pollMs: 50,
-      orderSkewMs: skew,
-      maxIdleMs: 600_000, // never given up on: only the cut can move anything before it is staged
-    });
-    const logged = async () =>
-      (
-        await db.pool.query<{ timestamp: Date; kafka_partition: number }>(
-          'SELECT timestamp, kafka_partition FROM core.event_log ORDER BY sequence_number',
-        )
-      ).rows;
-    // the cut: the publish time of partition 1's last staged record (base + 79,990 ms) less the skew
-    const cut = base + 20 * 3999 + 10 - skew;
-    const expectedHead = [0, 1].reduce(
-      (n, p) => n + Array.from({ length: perPartition }, (_, i) => publishedAt(p, i)).filter((t) => t < cut).length,
-      0,
-    );
-    await waitFor(async () => (await logged()).length === expectedHead, {
-      timeoutMs: 30_000,
-      message: `the ${expectedHead} events published before the cut in the log while partition 1 is still being staged`,
-    });
-    await new Promise((r) => setTimeout(r, 1_000));
-    const head = await logged();
-    expect(head.length).toBe(expectedHead); // nothing at or past the cut
-    expect(head.every((r) => r.timestamp.getTime() < cut)).toBe(true);
-    expect((await metrics.sequencerCuts.get()).values[0]?.value).toBeGreaterThanOrEqual(1);
+    // offsets committed without metadata (an older bridge, an operator's reset): the frontier is read from staging
+    await expect(backlogMovedByCuts('without a frontier')).resolves.toBeUndefined();
+  });
 
-    await stage(1, 4000, perPartition);
-    await waitFor(async () => (await logged()).length === 2 * perPartition, {
-      timeoutMs: 30_000,
-      message: 'the whole backlog in the log once partition 1 is staged',
-    });
-    const times = (await logged()).map((r) => r.timestamp.getTime());
-    // publish order across both partitions, head and tail alike
-    expect(times).toEqual([...times].sort((a, b) => a - b));
+  it('a backlog’s cut takes each lagging partition’s frontier from its committed offset’s metadata (ADR 0027), not from staging', async () => {
+    // the bridge commits every few chunks: partition 1 is staged to 4,000 but committed to 3,000,
+    // with the publish time of record 2,999 — the cut must follow what was committed
+    await expect(backlogMovedByCuts('with the frontier')).resolves.toBeUndefined();
   });
 });
+
+/**
+ * A member of consumer group `groupId` subscribed to `topic` and paused, that commits offsets as
+ * the bridge does — with metadata, which kafkajs's `admin.setOffsets` cannot write. Disconnected
+ * at cleanup.
+ */
+async function groupMember(groupId: string, topic: string): Promise<Consumer> {
+  const kafka = new Kafka({ clientId: 'sequencer-test', brokers: serviceEnv().brokers, logLevel: logLevel.NOTHING });
+  const consumer = kafka.consumer({ groupId });
+  await consumer.connect();
+  registerCleanup(() => consumer.disconnect());
+  await consumer.subscribe({ topics: [topic], fromBeginning: true });
+  const joined = new Promise<void>((resolve) => consumer.on(consumer.events.GROUP_JOIN, () => resolve()));
+  await consumer.run({ autoCommit: false, eachBatch: () => Promise.resolve() });
+  consumer.pause([{ topic }]);
+  await joined;
+  return consumer;
+}
+
+/**
+ * A backlog of two partitions of 6,000 events, partition 1 staged only to 4,000 at first: the
+ * sequencer moves what is published before the cut, nothing past it, then the rest once partition
+ * 1 is staged — in publish order throughout. `commits` says how the bridge's offsets are committed:
+ * as the bridge does (each with its frontier in the metadata, and partition 1 committed below
+ * what it staged) or with none (kafkajs's `setOffsets`).
+ */
+async function backlogMovedByCuts(commits: 'with the frontier' | 'without a frontier'): Promise<void> {
+  const db = await createTestDatabase();
+  const ns = randomNamespace();
+  const topic = `${ns}.evento.demanda.normalizada`;
+  const admin = await connectedAdmin();
+  await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: 2 }] });
+  const kafka = new Kafka({ clientId: 'sequencer-test', brokers: serviceEnv().brokers, logLevel: logLevel.NOTHING });
+  const producer = kafka.producer();
+  await producer.connect();
+  registerCleanup(() => producer.disconnect());
+  const perPartition = 6000;
+  for (const partition of [0, 1])
+    await producer.send({ topic, messages: Array.from({ length: perPartition }, () => ({ partition, value: 'x' })) });
+  // publish times interleave: partition 0's i-th event at base + 20i ms, partition 1's at base + 20i + 10
+  // (multiples of 10 ms: the log's `timestamp` keeps hundredths of a second)
+  // — except one record of partition 1, in the middle, dated an hour ahead (a producer's clock):
+  // it must not move partition 1's frontier, or the cut would take events of partition 0 that
+  // partition 1's unstaged tail precedes
+  const base = Date.parse('2026-12-03T10:00:00.000Z');
+  const datedAhead = 2000;
+  const publishedAt = (partition: number, i: number) =>
+    partition === 1 && i === datedAhead ? base + 3_600_000 : base + 20 * i + 10 * partition;
+  const row = (partition: number, i: number) => {
+    const at = new Date(publishedAt(partition, i)).toISOString();
+    return { ...staged(ns, i), kafka_topic: topic, kafka_partition: partition, timestamp: at, publicado_em: at };
+  };
+  const committer = commits === 'with the frontier' ? await groupMember(`${ns}-bridge`, topic) : undefined;
+  const stage = async (partition: number, from: number, to: number, committedTo = to) => {
+    for (let i = from; i < to; i += 2000)
+      await stageEvents(
+        db.pool,
+        Array.from({ length: Math.min(2000, to - i) }, (_, k) => row(partition, i + k)),
+      );
+    // the bridge commits after staging: the committed offset says "staged up to here"
+    if (committer)
+      await committer.commitOffsets([
+        {
+          topic,
+          partition,
+          offset: String(committedTo),
+          metadata: frontierMetadata(publishedAt(partition, committedTo - 1)),
+        },
+      ]);
+    else
+      await admin.setOffsets({
+        groupId: `${ns}-bridge`,
+        topic,
+        partitions: [{ partition, offset: String(committedTo) }],
+      });
+  };
+  // partition 1 lags: its last 2,000 are not staged yet (and with the frontier, the last 1,000
+  // staged are not committed yet either)
+  const frontierAt = commits === 'with the frontier' ? 2999 : 3999;
+  await stage(0, 0, perPartition);
+  await stage(1, 0, 4000, frontierAt + 1);
+  const skew = 1000;
+  const { metrics } = startSequencer(db.pool, ns, {
+    admin: () => admin,
+    vacuumEveryRows: 0,
+    batchSize: 100, // writes in chunks of 5,000; a cut needs at least that many events below it
+    roundLimit: 50_000, // as deployed: one round takes everything below the cut
+    pollMs: 50,
+    orderSkewMs: skew,
+    maxIdleMs: 600_000, // never given up on: only the cut can move anything before it is staged
+  });
+  const logged = async () =>
+    (
+      await db.pool.query<{ timestamp: Date; kafka_partition: number }>(
+        'SELECT timestamp, kafka_partition FROM core.event_log ORDER BY sequence_number',
+      )
+    ).rows;
+  // the cut: the publish time of partition 1's last staged (committed) record less the skew
+  const cut = publishedAt(1, frontierAt) - skew;
+  const expectedHead = [0, 1].reduce(
+    (n, p) => n + Array.from({ length: perPartition }, (_, i) => publishedAt(p, i)).filter((t) => t < cut).length,
+    0,
+  );
+  await waitFor(async () => (await logged()).length === expectedHead, {
+    timeoutMs: 30_000,
+    message: `the ${expectedHead} events published before the cut in the log while partition 1 is still being staged`,
+  });
+  await new Promise((r) => setTimeout(r, 1_000));
+  const head = await logged();
+  expect(head.length).toBe(expectedHead); // nothing at or past the cut
+  expect(head.every((r) => r.timestamp.getTime() < cut)).toBe(true);
+  expect((await metrics.sequencerCuts.get()).values[0]?.value).toBeGreaterThanOrEqual(1);
+
+  await stage(1, 4000, perPartition);
+  await waitFor(async () => (await logged()).length === 2 * perPartition, {
+    timeoutMs: 30_000,
+    message: 'the whole backlog in the log once partition 1 is staged',
+  });
+  const times = (await logged()).map((r) => r.timestamp.getTime());
+  // publish order across both partitions, head and tail alike
+  expect(times).toEqual([...times].sort((a, b) => a - b));
+}

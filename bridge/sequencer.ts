@@ -5,6 +5,7 @@ import { backoffDelay, setNewest, sleep } from '../sdk/service';
 import { orderRound, type StagedRef } from './causal-order';
 import { moveToEventLog, STAGING_CHANNEL, type WriteResult } from './event-log-writer';
 import { writeIsolatingRefused } from './refused-rows';
+import { frontierOf } from './staging-frontier';
 import type { BridgeMetrics } from './metrics';
 
 export interface OpcoesSequencer {
@@ -66,6 +67,12 @@ const FAILING_AFTER = 3;
 const CUT_AFTER_MS = 250;
 
 type Snapshot = Array<{ topic: string; partition: number; high: bigint }>;
+
+/** A partition's committed offset and the publish time of the last record staged below it, when known. */
+interface Committed {
+  offset: bigint;
+  frontier: number | undefined;
+}
 
 /** What a round's cut did: none taken, it wrote events, or it wrote nothing (every event below it held). */
 type LastCut = 'none' | 'wrote' | 'empty';
@@ -429,7 +436,7 @@ export class Sequencer {
       let incompleto = false;
       const lagging = snapshot.filter((s) => {
         const k = key(s.topic, s.partition);
-        const c = committed.get(k) ?? -1n;
+        const c = committed.get(k)?.offset ?? -1n;
         const idleAt = this.idle.get(k);
         if (idleAt !== undefined) {
           if (c === idleAt) {
@@ -444,12 +451,15 @@ export class Sequencer {
       if (lagging.length === 0) return { cut: undefined, incompleto };
       if (mayCut && now - cutLookedAt >= CUT_AFTER_MS) {
         cutLookedAt = now;
-        const cut = await this.cutBelow(lagging);
+        const cut = await this.cutBelow(
+          lagging,
+          lagging.map((l) => committed.get(key(l.topic, l.partition))?.frontier),
+        );
         if (cut !== undefined) return { cut, incompleto };
       }
       for (const s of lagging) {
         const k = key(s.topic, s.partition);
-        const c = committed.get(k) ?? -1n;
+        const c = committed.get(k)?.offset ?? -1n;
         const seen = lastMove.get(k);
         if (!seen || seen.offset !== c) lastMove.set(k, { offset: c, at: now });
         else if (now - seen.at >= this.o.maxIdleMs) {
@@ -476,8 +486,23 @@ export class Sequencer {
    * does not move its frontier) — if every one of them has staged something and at least a write
    * chunk of staged events is below it (a backlog; a few events below it are held ones, which a
    * cut would not move); else `undefined` (wait on).
+   *
+   * `frontiers` are the lagging partitions' frontiers as their committed offsets carry them (ADR
+   * 0027), in `lagging`'s order; when one is unknown, all are found in staging instead (its last
+   * row by offset per partition: a scan of it).
    */
-  private async cutBelow(lagging: Snapshot): Promise<number | undefined> {
+  private async cutBelow(lagging: Snapshot, frontiers: Array<number | undefined>): Promise<number | undefined> {
+    if (frontiers.every((f): f is number => f !== undefined)) {
+      const cut = Math.min(...frontiers) - this.o.orderSkewMs;
+      const { rows } = await this.o.pool.query<{ below: number }>(
+        `SELECT count(*)::int AS below
+           FROM (SELECT 1 FROM core.event_staging s
+                  WHERE starts_with(s.kafka_topic, $1) AND s.publicado_em < to_timestamp($2::float8 / 1000)
+                  LIMIT $3) b`,
+        [this.o.topicPrefix, cut, this.moveChunk],
+      );
+      return (rows[0]?.below ?? 0) >= this.moveChunk ? cut : undefined;
+    }
     const { rows } = await this.o.pool.query<{ cut: number | null; known: number; below: number }>(
       `WITH l AS (SELECT kafka_topic AS t, kafka_partition AS p, max(kafka_offset) AS o
                     FROM core.event_staging WHERE starts_with(kafka_topic, $1) GROUP BY 1, 2),
@@ -504,14 +529,20 @@ export class Sequencer {
     return r && r.known === lagging.length && r.below >= this.moveChunk && r.cut !== null ? r.cut : undefined;
   }
 
-  /** The events lane's committed offsets (`-1` when none), per topic and partition. */
-  private async committedOffsets(topics: string[]): Promise<Map<string, bigint>> {
-    const out = new Map<string, bigint>();
+  /**
+   * The events lane's committed offsets (`-1` when none), per topic and partition, with the
+   * staged frontier each carries, if any (ADR 0027).
+   */
+  private async committedOffsets(topics: string[]): Promise<Map<string, Committed>> {
+    const out = new Map<string, Committed>();
     if (topics.length === 0) return out;
     const groups = await this.admin().fetchOffsets({ groupId: this.o.groupId, topics });
     for (const t of groups)
       for (const p of t.partitions)
-        out.set(`${t.topic}\u0000${p.partition}`, /^\d+$/.test(p.offset) ? BigInt(p.offset) : -1n);
+        out.set(`${t.topic}\u0000${p.partition}`, {
+          offset: /^\d+$/.test(p.offset) ? BigInt(p.offset) : -1n,
+          frontier: frontierOf(p.metadata),
+        });
     return out;
   }
 
