@@ -49,7 +49,7 @@ import { colonyGroupLags, publishGroupLags } from './group-lag';
 import { publishTimeOf, stageEvents, type StagedRow } from './event-log-writer';
 import { refusable, writeIsolatingRefused } from './refused-rows';
 import { Sequencer } from './sequencer';
-import { frontierMetadata } from './staging-frontier';
+import { frontierMetadata, stagedFrontier } from './staging-frontier';
 import type { StagedRef } from './causal-order';
 import type { BridgeMetrics } from './metrics';
 
@@ -651,7 +651,7 @@ export class Bridge {
         if (sent === ABORTED) return;
       }
       this.lastDbOk = true;
-      frontier = lastStagedAt(good, refused) ?? frontier;
+      frontier = stagedFrontier(good, refused) ?? frontier;
       this.o.metrics.staged.inc(result.staged.length);
       this.o.metrics.duplicates.inc(result.duplicates.length);
       const lastOffset = (chunk.at(-1) as KafkaMessage).offset;
@@ -1033,22 +1033,6 @@ export class Bridge {
       }
     }
   }
-}
-
-/**
- * The publish time of the last of `good` that was staged (not `refused`), in milliseconds; none
- * when nothing was — the chunk's frontier, as the sequencer's cut reads it from staging.
- */
-function lastStagedAt(
-  good: ReadonlyArray<{ row: StagedRow }>,
-  refused: ReadonlyArray<{ eventId: string }>,
-): number | undefined {
-  const out = refused.length === 0 ? undefined : new Set(refused.map((r) => r.eventId));
-  for (let i = good.length - 1; i >= 0; i--) {
-    const row = (good[i] as { row: StagedRow }).row;
-    if (!out?.has(row.event_id)) return Date.parse(row.publicado_em);
-  }
-  return undefined;
 }
 
 /** A header's value when it is a UUID (for logs), else nothing. */

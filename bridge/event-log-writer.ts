@@ -35,7 +35,7 @@ export interface StagedRow extends LogRow {
 export const STAGING_CHANNEL = 'feromonios_event_staging';
 
 /** Latest instant JavaScript and PostgreSQL both represent, in milliseconds (year 275760). */
-const MAX_DATE_MS = 8.64e15;
+export const MAX_DATE_MS = 8.64e15;
 
 /**
  * The publish time of a Kafka record as the sequencer orders it: the record timestamp when it

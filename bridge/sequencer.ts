@@ -487,46 +487,44 @@ export class Sequencer {
    * chunk of staged events is below it (a backlog; a few events below it are held ones, which a
    * cut would not move); else `undefined` (wait on).
    *
-   * `frontiers` are the lagging partitions' frontiers as their committed offsets carry them (ADR
-   * 0027), in `lagging`'s order; when one is unknown, all are found in staging instead (its last
-   * row by offset per partition: a scan of it).
+   * `committed` are the lagging partitions' frontiers as their committed offsets carry them (ADR
+   * 0027), in `lagging`'s order; when one is unknown, all are found in staging instead.
    */
-  private async cutBelow(lagging: Snapshot, frontiers: Array<number | undefined>): Promise<number | undefined> {
-    if (frontiers.every((f): f is number => f !== undefined)) {
-      const cut = Math.min(...frontiers) - this.o.orderSkewMs;
-      const { rows } = await this.o.pool.query<{ below: number }>(
-        `SELECT count(*)::int AS below
-           FROM (SELECT 1 FROM core.event_staging s
-                  WHERE starts_with(s.kafka_topic, $1) AND s.publicado_em < to_timestamp($2::float8 / 1000)
-                  LIMIT $3) b`,
-        [this.o.topicPrefix, cut, this.moveChunk],
-      );
-      return (rows[0]?.below ?? 0) >= this.moveChunk ? cut : undefined;
-    }
-    const { rows } = await this.o.pool.query<{ cut: number | null; known: number; below: number }>(
+  private async cutBelow(lagging: Snapshot, committed: Array<number | undefined>): Promise<number | undefined> {
+    const frontiers = committed.every((f): f is number => f !== undefined)
+      ? committed
+      : await this.frontiersInStaging(lagging);
+    if (frontiers === undefined) return undefined;
+    const cut = Math.min(...frontiers) - this.o.orderSkewMs;
+    const { rows } = await this.o.pool.query<{ below: number }>(
+      `SELECT count(*)::int AS below
+         FROM (SELECT 1 FROM core.event_staging s
+                WHERE starts_with(s.kafka_topic, $1) AND s.publicado_em < to_timestamp($2::float8 / 1000)
+                LIMIT $3) b`,
+      [this.o.topicPrefix, cut, this.moveChunk],
+    );
+    return (rows[0]?.below ?? 0) >= this.moveChunk ? cut : undefined;
+  }
+
+  /**
+   * The `lagging` partitions' frontiers found in staging — per partition, the publish time of its
+   * row of highest offset (milliseconds since the epoch): a scan of the table; `undefined` when
+   * one of them has nothing staged.
+   */
+  private async frontiersInStaging(lagging: Snapshot): Promise<number[] | undefined> {
+    const { rows } = await this.o.pool.query<{ ts: number | null }>(
       `WITH l AS (SELECT kafka_topic AS t, kafka_partition AS p, max(kafka_offset) AS o
                     FROM core.event_staging WHERE starts_with(kafka_topic, $1) GROUP BY 1, 2),
             f AS (SELECT l.t, l.p, min(s.publicado_em) AS ts
                     FROM l JOIN core.event_staging s
                       ON s.kafka_topic = l.t AND s.kafka_partition = l.p AND s.kafka_offset = l.o
-                   GROUP BY 1, 2),
-            c AS (SELECT min(f.ts) - $4::float8 * interval '1 millisecond' AS cut, count(f.ts)::int AS known
-                    FROM unnest($2::text[], $3::int[]) AS l(t, p) LEFT JOIN f ON f.t = l.t AND f.p = l.p)
-       SELECT (extract(epoch FROM c.cut) * 1000)::float8 AS cut, c.known,
-              (SELECT count(*) FROM (SELECT 1 FROM core.event_staging s
-                                      WHERE starts_with(s.kafka_topic, $1) AND s.publicado_em < c.cut
-                                      LIMIT $5) b)::int AS below
-         FROM c`,
-      [
-        this.o.topicPrefix,
-        lagging.map((l) => l.topic),
-        lagging.map((l) => l.partition),
-        this.o.orderSkewMs,
-        this.moveChunk,
-      ],
+                   GROUP BY 1, 2)
+       SELECT (extract(epoch FROM f.ts) * 1000)::float8 AS ts
+         FROM unnest($2::text[], $3::int[]) AS q(t, p) LEFT JOIN f ON f.t = q.t AND f.p = q.p`,
+      [this.o.topicPrefix, lagging.map((l) => l.topic), lagging.map((l) => l.partition)],
     );
-    const r = rows[0];
-    return r && r.known === lagging.length && r.below >= this.moveChunk && r.cut !== null ? r.cut : undefined;
+    const ts = rows.map((r) => r.ts);
+    return ts.length === lagging.length && ts.every((t): t is number => t !== null) ? ts : undefined;
   }
 
   /**

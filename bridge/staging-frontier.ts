@@ -13,15 +13,14 @@
  * sequencer then finds it in staging, as before.
  */
 
-const PREFIX = 'feromonios.fronteira=';
+import { MAX_DATE_MS, type StagedRow } from './event-log-writer';
 
-/** Latest instant JavaScript and PostgreSQL both represent, in milliseconds (year 275760). */
-const MAX_MS = 8.64e15;
+const PREFIX = 'feromonios.fronteira=';
 
 /** The commit metadata for a frontier at `publishedAtMs` (milliseconds since the epoch, a whole number ≥ 0). */
 export function frontierMetadata(publishedAtMs: number): string {
-  if (!Number.isSafeInteger(publishedAtMs) || publishedAtMs < 0 || publishedAtMs > MAX_MS)
-    throw new RangeError(`a staged frontier is a whole number of milliseconds from 0 to ${MAX_MS}`);
+  if (!Number.isSafeInteger(publishedAtMs) || publishedAtMs < 0 || publishedAtMs > MAX_DATE_MS)
+    throw new RangeError(`a staged frontier is a whole number of milliseconds from 0 to ${MAX_DATE_MS}`);
   return `${PREFIX}${publishedAtMs}`;
 }
 
@@ -34,5 +33,22 @@ export function frontierOf(metadata: string | null | undefined): number | undefi
   const digits = metadata.slice(PREFIX.length);
   if (!/^(0|[1-9]\d{0,15})$/.test(digits)) return undefined;
   const ms = Number(digits);
-  return ms <= MAX_MS ? ms : undefined;
+  return ms <= MAX_DATE_MS ? ms : undefined;
+}
+
+/**
+ * The frontier a staged chunk leaves: the publish time (as staged) of the last of `good` that was
+ * staged — not among `refused`, which PostgreSQL refused and which went to quarantine — in
+ * milliseconds; `undefined` when none was.
+ */
+export function stagedFrontier(
+  good: ReadonlyArray<{ row: Pick<StagedRow, 'event_id' | 'publicado_em'> }>,
+  refused: ReadonlyArray<{ eventId: string }>,
+): number | undefined {
+  const out = refused.length === 0 ? undefined : new Set(refused.map((r) => r.eventId));
+  for (let i = good.length - 1; i >= 0; i--) {
+    const row = (good[i] as (typeof good)[number]).row;
+    if (!out?.has(row.event_id)) return Date.parse(row.publicado_em);
+  }
+  return undefined;
 }

@@ -1,7 +1,6 @@
 import fc from 'fast-check';
-import { frontierMetadata, frontierOf } from './staging-frontier';
-
-const MAX_MS = 8.64e15;
+import { MAX_DATE_MS as MAX_MS } from './event-log-writer';
+import { frontierMetadata, frontierOf, stagedFrontier } from './staging-frontier';
 
 describe('a staged frontier in the committed offset’s metadata', () => {
   it('any instant JavaScript and PostgreSQL both represent comes back exactly', () => {
@@ -63,5 +62,15 @@ describe('a staged frontier in the committed offset’s metadata', () => {
       }),
       { numRuns: 2000 },
     );
+  });
+
+  it('a staged chunk’s frontier is its last row PostgreSQL took: refused ones are skipped, none staged gives none', () => {
+    const at = (i: number) => new Date(Date.UTC(2026, 11, 5, 12, 0, i)).toISOString();
+    const good = [0, 1, 2].map((i) => ({ row: { event_id: `e${i}`, publicado_em: at(i) } }));
+    expect(stagedFrontier(good, [])).toBe(Date.parse(at(2)));
+    expect(stagedFrontier(good, [{ eventId: 'e2' }])).toBe(Date.parse(at(1)));
+    expect(stagedFrontier(good, [{ eventId: 'e1' }])).toBe(Date.parse(at(2))); // a refusal in the middle does not count
+    expect(stagedFrontier(good, [{ eventId: 'e0' }, { eventId: 'e1' }, { eventId: 'e2' }])).toBeUndefined();
+    expect(stagedFrontier([], [])).toBeUndefined();
   });
 });
