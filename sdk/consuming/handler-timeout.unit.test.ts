@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { HandlerTimeoutError } from '../errors';
 import { comPrazo, withHandlerTimeout, type Tentativa } from './handler-timeout';
+import { ContextoDaTentativa } from './subscriber';
 
 const never = new Promise<never>(() => undefined);
 const tick = (ms = 0): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -172,5 +173,37 @@ describe('comPrazo (the same attempt, called at once)', () => {
     closing.abort();
     expect(closed?.signal.aborted).toBe(true);
     expect(self?.signal.aborted).toBe(true);
+  });
+});
+
+describe('ContextoDaTentativa (what a handler gets beside the event)', () => {
+  it("makes the attempt's signal only when read, and shows a handler only the contract's fields", () => {
+    let reads = 0;
+    const controller = new AbortController();
+    const tentativa: Tentativa = {
+      get signal() {
+        reads++;
+        return controller.signal;
+      },
+    };
+    const reprocessamento = { pedido: 'p-1', redigido: true };
+    const contexto = new ContextoDaTentativa(2, tentativa, undefined, reprocessamento);
+    expect(reads).toBe(0); // a handler that never reads it costs no AbortController
+    expect(contexto).toMatchObject({ tentativa: 2, transacao: undefined, reprocessamento });
+    expect(Object.keys(contexto).sort()).toEqual(['reprocessamento', 'tentativa', 'transacao']);
+    expect(JSON.parse(JSON.stringify(contexto))).toEqual({ tentativa: 2, reprocessamento });
+    expect(contexto.signal).toBe(controller.signal);
+    expect(reads).toBe(1);
+  });
+
+  it('aborts with the attempt it belongs to: a deadline passed before the first read gives a signal born aborted', async () => {
+    const closing = new AbortController().signal;
+    let contexto: ContextoDaTentativa | undefined;
+    const attempt = withHandlerTimeout('ctx', 10, closing, (t) => {
+      contexto = new ContextoDaTentativa(1, t);
+      return never;
+    });
+    await expect(attempt).rejects.toBeInstanceOf(HandlerTimeoutError);
+    expect(contexto?.signal.aborted).toBe(true);
   });
 });

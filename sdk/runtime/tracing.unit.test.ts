@@ -1,7 +1,8 @@
 import fc from 'fast-check';
-import { trace, type SpanContext } from '@opentelemetry/api';
+import { context, trace, type SpanContext } from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
-import { parseTraceparent, startConsumerSpan, traceParentOf } from './tracing';
+import { parseTraceparent, startConsumerSpan, traceParentOf, withActiveSpan } from './tracing';
 
 const parent = traceParentOf('00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01');
 const attributes = () => ({ 'feromonios.colonia': 'D-4', 'messaging.kafka.offset': 7 });
@@ -33,6 +34,32 @@ describe('startConsumerSpan', () => {
     expect(done?.parentSpanContext?.spanId).toBe(parent?.context.spanId);
     expect(done?.attributes).toMatchObject({ 'feromonios.colonia': 'D-4', 'messaging.kafka.offset': 7 });
     await provider.shutdown();
+  });
+});
+
+describe('withActiveSpan', () => {
+  afterEach(() => context.disable());
+
+  it("without a context manager: calls the function and gives back what it returns (the API's default manager has nothing to activate)", () => {
+    const span = startConsumerSpan('ns.evento.demanda.recebida', attributes, parent);
+    expect(withActiveSpan(span, () => 'feito')).toBe('feito');
+    expect(() =>
+      withActiveSpan(span, () => {
+        throw new Error('boom');
+      }),
+    ).toThrow('boom');
+  });
+
+  it('with a context manager registered, even after the first call: the span is the active one inside, and only there', async () => {
+    const span = startConsumerSpan('ns.evento.demanda.recebida', attributes, parent);
+    withActiveSpan(span, () => undefined); // before: nothing to activate
+    context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+    const inside = withActiveSpan(span, () => trace.getActiveSpan());
+    expect(inside).toBe(span);
+    // and in what the function left running
+    const later = await withActiveSpan(span, () => new Promise((r) => setTimeout(() => r(trace.getActiveSpan()), 1)));
+    expect(later).toBe(span);
+    expect(trace.getActiveSpan()).toBeUndefined();
   });
 });
 

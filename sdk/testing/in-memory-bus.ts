@@ -6,6 +6,7 @@ import { comContextoCausal } from '../runtime/causal-context';
 import type { Barramento } from '../contract';
 import type { EventoConsultado, PublicarEventoDto } from '../contract';
 import {
+  ContextoDaTentativa,
   MAX_MANIPULADORES_POR_TIPO,
   defaultOpcoesInscricao,
   type ManipuladorEvento,
@@ -341,15 +342,7 @@ export class InMemoryEventBus implements Barramento {
     const causa = { event_id: evento.event_id, correlacao_id: evento.correlacao_id, tenant_id: evento.tenant_id };
     await comContextoCausal(causa, () =>
       withHandlerTimeout(h.nome, h.opcoes.timeoutMs, this.abort.signal, (t) =>
-        h.manipulador(
-          { ...evento, payload: structuredClone(evento.payload) },
-          {
-            tentativa,
-            get signal() {
-              return t.signal;
-            },
-          },
-        ),
+        h.manipulador({ ...evento, payload: structuredClone(evento.payload) }, new ContextoDaTentativa(tentativa, t)),
       ),
     );
   }

@@ -214,9 +214,9 @@ function jsonProblemAt(x: unknown, maxDepth: number, depth: number): JsonProblem
     return undefined;
   }
   if (typeof x === 'object') {
-    const keys = Object.keys(x);
-    for (let i = 0; i < keys.length; i++) {
-      const k = keys[i] as string;
+    // `for…in` over own keys visits what `Object.keys` lists, in its order, without an array per object
+    for (const k in x) {
+      if (!Object.prototype.hasOwnProperty.call(x, k)) continue;
       const kp = textProblem(k);
       if (kp) return { segments: [], problem: kp, key: true };
       const found = jsonProblemAt((x as Record<string, unknown>)[k], maxDepth, depth + 1);
