@@ -197,6 +197,25 @@ describe('the bridge mirrors event topics into core.event_log', () => {
       for (const [reason] of poisons) expect(text).toContain(`reason="${reason}"} 1`);
     });
   });
+
+  // after the poison records' test, which counts what reaches the quarantine
+  it('a batch that stages nothing (a record quarantined) commits past it with the frontier it had, not without one', async () => {
+    const topic = bus.topics.evento('demanda.normalizada');
+    const admin = await testKafka().admin();
+    const [t] = await admin.fetchOffsets({ groupId: `${bus.topics.namespace}-bridge`, topics: [topic] });
+    const p0 = t?.partitions.find((p) => Number(p.offset) > 0 && frontierOf(p.metadata) !== undefined);
+    expect(p0).toBeDefined(); // committed by the ADR 0027 test above, with a frontier
+    const before = frontierOf(p0?.metadata);
+    const producer = await testKafka().producer();
+    await producer.send({ topic, messages: [{ partition: p0?.partition, value: Buffer.from('not the wire format') }] });
+    // without the frontier it had, this commit would send the sequencer's next look back to scanning staging
+    const past = await waitFor(async () => {
+      const [u] = await admin.fetchOffsets({ groupId: `${bus.topics.namespace}-bridge`, topics: [topic] });
+      const p = u?.partitions.find((x) => x.partition === p0?.partition);
+      return p && Number(p.offset) === Number(p0?.offset) + 1 && p;
+    });
+    expect(frontierOf(past.metadata)).toBe(before);
+  });
 });
 
 describe('no personal data reaches PostgreSQL (property)', () => {

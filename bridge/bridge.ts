@@ -196,6 +196,13 @@ export class Bridge {
   private readonly sequencer: Sequencer;
   /** Every consumer created and not yet disconnected (stop() disconnects them all). */
   private readonly consumers = new Set<Consumer>();
+  /**
+   * Per event partition, the staged frontier this instance last committed (ADR 0027). Kept
+   * across batches and reassignments: it only ever names a record this instance staged, so an
+   * older value after the partition came back is earlier than the truth — a cut below it holds
+   * more, never moves an event another partition may still precede.
+   */
+  private readonly frontiers = new Map<string, number>();
   /** Per lane/topic/partition: the lag after the last committed chunk, and when. */
   private readonly progress = new Map<
     string,
@@ -602,8 +609,10 @@ export class Bridge {
     // the next chunk is decoded (CPU) while this one is staged (PostgreSQL): a two-stage pipeline
     let decoding = chunks[0] ? decode(chunks[0]) : undefined;
     let committed: string | undefined;
-    // the publish time of the last record staged so far, sent with the committed offset (ADR 0027)
-    let frontier: number | undefined;
+    // the publish time of the last record staged so far, sent with the committed offset (ADR 0027);
+    // a batch that stages nothing (all poison) commits the one before it, not none
+    const partitionKey = `${topic}\u0000${partition}`;
+    let frontier = this.frontiers.get(partitionKey);
     for (const [k, chunk] of chunks.entries()) {
       if (!ctl.isRunning() || ctl.isStale()) return; // rebalanced or stopping: the rest is redelivered
       this.o.metrics.consumed.inc({ topic }, chunk.length);
@@ -652,6 +661,7 @@ export class Bridge {
       }
       this.lastDbOk = true;
       frontier = stagedFrontier(good, refused) ?? frontier;
+      if (frontier !== undefined) this.frontiers.set(partitionKey, frontier);
       this.o.metrics.staged.inc(result.staged.length);
       this.o.metrics.duplicates.inc(result.duplicates.length);
       const lastOffset = (chunk.at(-1) as KafkaMessage).offset;
