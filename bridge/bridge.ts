@@ -197,10 +197,11 @@ export class Bridge {
   /** Every consumer created and not yet disconnected (stop() disconnects them all). */
   private readonly consumers = new Set<Consumer>();
   /**
-   * Per event partition, the staged frontier this instance last committed (ADR 0027). Kept
-   * across batches and reassignments: it only ever names a record this instance staged, so an
-   * older value after the partition came back is earlier than the truth — a cut below it holds
-   * more, never moves an event another partition may still precede.
+   * Per event partition, the staged frontier of the last chunk this instance staged (ADR 0027),
+   * what a batch that stages nothing commits. Kept across batches and reassignments: it only ever
+   * names a record this instance staged, after every record below it, so whatever offset it is
+   * committed with it is the truth or earlier (a value from before a reassignment) — a cut below
+   * an earlier one holds more, never moves an event another partition may still precede.
    */
   private readonly frontiers = new Map<string, number>();
   /** Per lane/topic/partition: the lag after the last committed chunk, and when. */

@@ -185,7 +185,7 @@ const activeIsProbe = (): boolean => context.active() === PROBE;
 /**
  * Whether a context manager is registered: only then does `context.with` make its context the
  * active one (the API's default manager ignores it). Asked each time — the host application may
- * register one after the bus started; it costs one call, no allocation.
+ * register one after the bus started; without one it costs a call and allocates nothing.
  */
 const contextPropagates = (): boolean => context.with(PROBE, activeIsProbe);
 
