@@ -182,12 +182,17 @@ export function withActiveSpan<T>(span: Span, fn: () => T): T {
 const PROBE = ROOT_CONTEXT.setValue(createContextKey('feromonios.probe'), true);
 const activeIsProbe = (): boolean => context.active() === PROBE;
 
+/** Set once a context manager was seen; until then asked on every call. */
+let propagates = false;
+
 /**
  * Whether a context manager is registered: only then does `context.with` make its context the
- * active one (the API's default manager ignores it). Asked each time — the host application may
- * register one after the bus started; without one it costs a call and allocates nothing.
+ * active one (the API's default manager ignores it). Asked on every call until one is seen — the
+ * host application may register one after the bus started; without one the question costs a call
+ * and allocates nothing. Once seen it is not asked again (with one, asking is a run of its own):
+ * should the application unregister it, `context.with` is only called as it always was.
  */
-const contextPropagates = (): boolean => context.with(PROBE, activeIsProbe);
+const contextPropagates = (): boolean => (propagates ||= context.with(PROBE, activeIsProbe));
 
 export const formatTraceparent = (sc: SpanContext): string =>
   `00-${sc.traceId}-${sc.spanId}-${(sc.traceFlags & 0xff).toString(16).padStart(2, '0')}`;

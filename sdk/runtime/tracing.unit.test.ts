@@ -60,6 +60,9 @@ describe('withActiveSpan', () => {
     const later = await withActiveSpan(span, () => new Promise((r) => setTimeout(() => r(trace.getActiveSpan()), 1)));
     expect(later).toBe(span);
     expect(trace.getActiveSpan()).toBeUndefined();
+    // unregistered again: the function still runs, with nothing to activate
+    context.disable();
+    expect(withActiveSpan(span, () => trace.getActiveSpan())).toBeUndefined();
   });
 });
 

@@ -217,6 +217,16 @@ describe('texts and JSON values PostgreSQL stores unchanged', () => {
     for (let i = 0; i < 100; i++) deep = [deep];
     expect(jsonProblem(deep)).toMatch(/deeper than 64/);
     expect(jsonProblem({ n: 1, b: true, z: null, s: 'texto', a: [1, 'x'] })).toBeUndefined();
+    // only own keys, as JSON.stringify writes them: what an object inherits is never stored
+    class ComHerdado {
+      dono = 'ok';
+    }
+    Object.defineProperty(ComHerdado.prototype, 'herdado', { value: 'x\u0000', enumerable: true });
+    expect(jsonProblem(new ComHerdado())).toBeUndefined();
+    expect(jsonProblem(Object.create({ herdado: '\ud83d' }) as object)).toBeUndefined();
+    expect(jsonProblem(Object.assign(Object.create({ herdado: 1 }) as object, { proprio: 'x\u0000' }))).toMatch(
+      /^\/proprio: must not contain a NUL/,
+    );
   });
 
   it('jsonProblem names the JSON pointer of a problem planted anywhere, whatever the keys on the way hold (property)', () => {
