@@ -129,6 +129,29 @@ describe('the sequencer loop', () => {
   });
 });
 
+describe('the staging depth gauge', () => {
+  it('is counted beside the rounds — even while they fail — and says 0 once staging is empty', async () => {
+    const db = await createTestDatabase();
+    const ns = randomNamespace();
+    const events = [staged(ns, 0), staged(ns, 1), staged(ns, 2)];
+    await stageEvents(db.pool, events);
+    await stageEvents(db.pool, [staged(randomNamespace(), 0)]); // another namespace's: not counted
+    const kafkaAdmin: { current?: Admin } = {};
+    const { metrics } = startSequencer(db.pool, ns, {
+      admin: () => kafkaAdmin.current, // Kafka "unavailable": every round fails after the look at staging
+      vacuumEveryRows: 0,
+      batchSize: 100,
+      pollMs: 50,
+    });
+    const depth = async () => (await metrics.stagingDepth.get()).values[0]?.value;
+    await waitFor(async () => (await depth()) === 3, { timeoutMs: 20_000, message: 'the three staged events counted' });
+    expect((await metrics.sequencerFailures.get()).values[0]?.value).toBeGreaterThanOrEqual(1);
+    kafkaAdmin.current = await connectedAdmin();
+    await waitFor(async () => (await logIds(db)).length === 3, { timeoutMs: 20_000, message: 'the three in the log' });
+    await waitFor(async () => (await depth()) === 0, { timeoutMs: 20_000, message: 'the gauge back to 0' });
+  });
+});
+
 describe('a producer session’s gaps and its settled mark (feromonios_ordem)', () => {
   it('a gap still open at its producer (a send written for some partitions, sent again for the rest) holds past the old 2 s; a gap it settled does not hold', async () => {
     const { db, ns } = await sequencerForGaps();
