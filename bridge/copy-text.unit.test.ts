@@ -32,11 +32,34 @@ describe('COPY text format', () => {
     );
     fc.assert(
       fc.property(fc.array(fc.array(value, { minLength: 1, maxLength: 6 }), { minLength: 1, maxLength: 5 }), (rows) => {
-        const decoded = decode(copyLines(rows));
+        const decoded = decode(copyLines(rows).toString('utf8'));
         expect(decoded).toEqual(rows.map((r) => r.map((v) => (v === null ? null : String(v)))));
       }),
       { numRuns: 2000 },
     );
+  });
+
+  it('the bytes are the UTF-8 of the lines joined as text (lone surrogates as U+FFFD), however long the rows', () => {
+    const value: fc.Arbitrary<CopyValue> = fc.oneof(
+      fc.string({ unit: 'binary', maxLength: 40 }),
+      fc.string({ unit: 'grapheme', maxLength: 20_000 }), // past the first buffer: it grows
+      fc.integer(),
+      fc.double(),
+      fc.constant(null),
+    );
+    fc.assert(
+      fc.property(fc.array(fc.array(value, { minLength: 1, maxLength: 6 }), { maxLength: 8 }), (rows) => {
+        const text = rows.map((r) => r.map(copyField).join('\t') + '\n').join('');
+        expect(copyLines(rows).equals(Buffer.from(text, 'utf8'))).toBe(true);
+      }),
+      { numRuns: 500 },
+    );
+    // past the first 16 KB, twice over, with multi-byte characters and a lone surrogate
+    const long: CopyValue[][] = [
+      ['ã'.repeat(30_000) + '\ud800', 1],
+      ['x\ty', null],
+    ];
+    expect(copyLines(long).equals(Buffer.from(`${'ã'.repeat(30_000)}\ud800\t1\nx\\ty\t\\N\n`, 'utf8'))).toBe(true);
   });
 
   it('the literal text \\N is data, not NULL', () => {
