@@ -243,11 +243,11 @@ export class Sequencer {
 
   /** One round; whether it wrote anything. */
   private async round(): Promise<boolean> {
-    const { rows: any } = await this.o.pool.query<{ staged: boolean }>(
+    const { rows: looked } = await this.o.pool.query<{ staged: boolean }>(
       'SELECT EXISTS (SELECT 1 FROM core.event_staging WHERE starts_with(kafka_topic, $1)) AS staged',
       [this.o.topicPrefix],
     );
-    if (!any[0]?.staged) {
+    if (!looked[0]?.staged) {
       this.o.metrics.stagingDepth.set(0);
       this.o.metrics.causalHeld.set(0);
       return false;
