@@ -5,6 +5,7 @@ import { kafkaSecurity, type SegurancaKafka } from './connection-security';
 import { patchKafkajsResponseCopy } from './kafkajs-connection';
 import { patchKafkajsRecordDecoder } from './kafkajs-decoder';
 import { patchKafkajsEncoder } from './kafkajs-encoder';
+import { patchKafkajsFetchAhead } from './kafkajs-fetch-ahead';
 
 /**
  * How every Feromônios Kafka client connects (the SDK, the bridge, the CLI): the TLS/SASL of
@@ -15,12 +16,15 @@ import { patchKafkajsEncoder } from './kafkajs-encoder';
  * encoder, the batch checksum and the produce request written in one pass), replaces its record
  * decoder with one that returns the same records for less (`patchKafkajsRecordDecoder`, ADR 0023;
  * only before the process's first kafkajs fetch), and stops kafkajs from copying each whole
- * response these sockets deliver a second time (`patchKafkajsResponseCopy`, ADR 0025).
+ * response these sockets deliver a second time (`patchKafkajsResponseCopy`, ADR 0025), and makes
+ * its consumers fetch the next batches while the current ones are handled, handing the workers the
+ * same records (`patchKafkajsFetchAhead`, ADR 0028).
  */
 export function kafkaConnection(s: SegurancaKafka | undefined): Pick<KafkaConfig, 'ssl' | 'sasl' | 'socketFactory'> {
   patchKafkajsEncoder();
   patchKafkajsRecordDecoder();
   patchKafkajsResponseCopy();
+  patchKafkajsFetchAhead();
   return { ...kafkaSecurity(s), socketFactory: kafkaSocketFactory() };
 }
 

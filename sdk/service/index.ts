@@ -12,6 +12,7 @@ export { kafkaLogs } from '../runtime/kafka-logs';
 export { patchKafkajsEncoder, restoreKafkajsEncoder } from '../runtime/kafkajs-encoder';
 export { patchKafkajsRecordDecoder, restoreKafkajsRecordDecoder } from '../runtime/kafkajs-decoder';
 export { patchKafkajsResponseCopy, restoreKafkajsResponseCopy } from '../runtime/kafkajs-connection';
+export { patchKafkajsFetchAhead, restoreKafkajsFetchAhead } from '../runtime/kafkajs-fetch-ahead';
 export { isBrokerUnreachable, SessionProducer } from '../runtime/producer';
 export { backoffDelay, sleep, type Backoff } from '../runtime/retry';
 export { setNewest } from '../runtime/bounded-map';
