@@ -3,8 +3,10 @@ import { Kafka, logLevel, type Consumer as KafkaJsConsumer } from 'kafkajs';
 import { defaultOpcoesEventBus, type PublicarEventoDto } from '../sdk';
 import { SAMPLE_PAYLOADS } from '../sdk/testing';
 import {
+  patchKafkajsFetchAhead,
   patchKafkajsRecordDecoder,
   patchKafkajsResponseCopy,
+  restoreKafkajsFetchAhead,
   restoreKafkajsRecordDecoder,
   restoreKafkajsResponseCopy,
 } from '../sdk/service';
@@ -32,7 +34,7 @@ export interface ConsumeRow {
   rounds: number;
   sdk: ConsumeClient;
   /**
-   * The SDK on kafkajs's record decoder and response buffering as released (ADR 0023, ADR 0025);
+   * The SDK on kafkajs's record decoder, response buffering and fetching as released (ADR 0023, 0025, 0028);
    * `ratio` = what the two patches buy.
    */
   released: ConsumeClient;
@@ -42,7 +44,7 @@ export interface ConsumeRow {
 /** One client reading the whole backlog once, in a consumer group of its own. */
 interface Reader {
   name: string;
-  /** Runs on the SDK's record decoder and response buffering (ADR 0023, 0025), or on kafkajs's as released. */
+  /** Runs on the SDK's record decoder, response buffering and fetch ahead (ADR 0023, 0025, 0028), or on kafkajs's as released. */
   patched: boolean;
   /** Starts reading; `handled()` is called after each event is handled. Resolves to a stop function. */
   start(group: string, handled: () => void): Promise<() => Promise<void>>;
@@ -64,8 +66,8 @@ const parsePayload = (value: Buffer | null | undefined): unknown =>
  * committing by hand every 500 events of a partition). Every reference parses each payload; the
  * SDK decodes, checks the headers, validates against the schema, de-duplicates, and runs the
  * handler protected (timeout, retries, DLQ). The references run on kafkajs's record decoder and
- * response buffering as released, the SDK on the patches every Feromônios client installs (ADR
- * 0023, ADR 0025), and once more without them. Rounds alternate the clients; each figure is the
+ * response buffering and fetching as released, the SDK on the patches every Feromônios client
+ * installs (ADR 0023, 0025, 0028), and once more without them. Rounds alternate the clients; each figure is the
  * median round, timed from the first event handled to the last (the group's join is not counted).
  */
 export async function benchConsume(ctx: BenchContext): Promise<ConsumeRow> {
@@ -157,6 +159,19 @@ export async function benchConsume(ctx: BenchContext): Promise<ConsumeRow> {
       },
     },
   ];
+  // every Feromônios client's patches on (the SDK) or kafkajs as released (the references, and the
+  // SDK's second row: a new bus puts the patches back, so they are taken off again after it)
+  const kafkajsPatches = (on: boolean): void => {
+    if (on) {
+      patchKafkajsRecordDecoder();
+      patchKafkajsResponseCopy();
+      patchKafkajsFetchAhead();
+    } else {
+      restoreKafkajsRecordDecoder();
+      restoreKafkajsResponseCopy();
+      restoreKafkajsFetchAhead();
+    }
+  };
   const sdkReader = (name: string, patched: boolean): Reader => ({
     name,
     patched,
@@ -166,13 +181,14 @@ export async function benchConsume(ctx: BenchContext): Promise<ConsumeRow> {
         clientId: 'bench-consume-sdk',
         consumo: { ...defaultOpcoesEventBus.consumo, desdeOInicio: true, particoesEmParalelo: partitions },
       });
+      kafkajsPatches(patched);
       bus.inscrever('demanda.categorizada', group, () => handled());
       await bus.inscricoesProntas();
       return () => bus.encerrar();
     },
   });
   const sdk = sdkReader('SDK `inscrever`', true);
-  const released = sdkReader("SDK, kafkajs's record decoder and response buffering as released", false);
+  const released = sdkReader("SDK, kafkajs's record decoder, response buffering and fetching as released", false);
 
   const runs = new Map<Reader, Array<{ perSec: number; handled: number; cpuMicros: number }>>();
   let groups = 0;
@@ -185,13 +201,7 @@ export async function benchConsume(ctx: BenchContext): Promise<ConsumeRow> {
     let cpuLast: NodeJS.CpuUsage | undefined;
     // a colony code for the SDK, a group id for the references: a group of its own every time
     const group = `BENCHC${groups++}`;
-    if (reader.patched) {
-      patchKafkajsRecordDecoder();
-      patchKafkajsResponseCopy();
-    } else {
-      restoreKafkajsRecordDecoder();
-      restoreKafkajsResponseCopy();
-    }
+    kafkajsPatches(reader.patched);
     const isSdk = reader === sdk || reader === released;
     const stop = await reader.start(isSdk ? group : `${namespace}.${group}`, () => {
       const t = now();
