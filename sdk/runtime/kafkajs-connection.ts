@@ -21,7 +21,7 @@
  * {@link KAFKAJS_CONNECTION_VERSION}; any other is left as it is.
  */
 
-/* eslint-disable @typescript-eslint/no-require-imports -- kafkajs's internals are CommonJS, resolved from its package */
+import { kafkajsPrototypeWrap } from './kafkajs-prototype-wrap';
 
 /** The kafkajs version the patch was written and tested against. */
 export const KAFKAJS_CONNECTION_VERSION = '2.2.4';
@@ -35,43 +35,26 @@ export interface ConnectionBuffering {
 
 type ProcessData = ConnectionBuffering['processData'];
 
-/** The original `processData` of each patched prototype, to restore it. */
-const patched = new WeakMap<ConnectionBuffering, ProcessData>();
+const responseCopy = kafkajsPrototypeWrap<ConnectionBuffering, 'processData'>({
+  version: KAFKAJS_CONNECTION_VERSION,
+  module: 'kafkajs/src/network/connection',
+  member: 'processData',
+  wrapper: (original: ProcessData): ProcessData =>
+    function processData(this: ConnectionBuffering, rawData: Buffer): unknown {
+      // nothing buffered: whatever `chunks` holds is empty (the remainder of the last response)
+      if (this.bytesBuffered === 0 && this.chunks.length > 0) this.chunks = [];
+      return original.call(this, rawData);
+    },
+});
 
 /**
  * Wraps `processData` of `proto` (a `Connection.prototype`); a second call does nothing.
  * Exported for the tests, which patch a copy of the class and compare it with a pristine one.
  */
-export function patchProcessData(proto: ConnectionBuffering): void {
-  if (patched.has(proto)) return;
-  const original = proto.processData;
-  patched.set(proto, original);
-  proto.processData = function processData(this: ConnectionBuffering, rawData: Buffer): unknown {
-    // nothing buffered: whatever `chunks` holds is empty (the remainder of the last response)
-    if (this.bytesBuffered === 0 && this.chunks.length > 0) this.chunks = [];
-    return original.call(this, rawData);
-  };
-}
+export const patchProcessData = (proto: ConnectionBuffering): void => responseCopy.wrap(proto);
 
 /** Puts back the `processData` that {@link patchProcessData} wrapped. */
-export function restoreProcessData(proto: ConnectionBuffering): void {
-  const original = patched.get(proto);
-  if (!original) return;
-  proto.processData = original;
-  patched.delete(proto);
-}
-
-/** kafkajs's `Connection.prototype`, when kafkajs is the version the patch was written for. */
-function kafkajsConnection(): ConnectionBuffering | undefined {
-  try {
-    const { version } = require('kafkajs/package.json') as { version: string };
-    if (version !== KAFKAJS_CONNECTION_VERSION) return undefined;
-    const Connection = require('kafkajs/src/network/connection') as { prototype?: ConnectionBuffering };
-    return typeof Connection.prototype?.processData === 'function' ? Connection.prototype : undefined;
-  } catch {
-    return undefined; // a kafkajs laid out otherwise: left as it is
-  }
-}
+export const restoreProcessData = (proto: ConnectionBuffering): void => responseCopy.unwrap(proto);
 
 /**
  * Stops kafkajs from copying a whole response again (see the module's description). Called by
@@ -79,10 +62,7 @@ function kafkajsConnection(): ConnectionBuffering | undefined {
  * whether kafkajs's connections now run with it.
  */
 export function patchKafkajsResponseCopy(): boolean {
-  const proto = kafkajsConnection();
-  if (!proto) return false;
-  patchProcessData(proto);
-  return true;
+  return responseCopy.patch();
 }
 
 /**
@@ -90,7 +70,5 @@ export function patchKafkajsResponseCopy(): boolean {
  * benchmark, which measures plain kafkajs as released beside the SDK in one process.
  */
 export function restoreKafkajsResponseCopy(): void {
-  const proto = kafkajsConnection();
-  if (proto) restoreProcessData(proto);
+  responseCopy.restore();
 }
-/* eslint-enable @typescript-eslint/no-require-imports */

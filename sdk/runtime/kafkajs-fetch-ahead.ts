@@ -25,7 +25,7 @@
  * Applied only to kafkajs {@link KAFKAJS_FETCH_AHEAD_VERSION}; any other is left as it is.
  */
 
-/* eslint-disable @typescript-eslint/no-require-imports -- kafkajs's internals are CommonJS, resolved from its package */
+import { kafkajsPrototypeWrap } from './kafkajs-prototype-wrap';
 
 /** The kafkajs version the patch was written and tested against. */
 export const KAFKAJS_FETCH_AHEAD_VERSION = '2.2.4';
@@ -76,9 +76,6 @@ export interface Ahead {
 const AHEAD = Symbol('feromonios.kafkajsFetchAhead');
 
 type Patched = FetchingGroup & { [AHEAD]?: Map<number, Ahead> };
-
-/** The original `fetch` of each patched prototype, to restore it. */
-const patched = new WeakMap<FetchingGroup, Fetch>();
 
 const key = (topic: string, partition: number): string => `${topic}\u0000${partition}`;
 
@@ -142,56 +139,36 @@ function fetchAhead(group: FetchingGroup, original: Fetch, nodeId: number, from:
   return { generationId: group.generationId, offsetManager: om, batches };
 }
 
-/** Wraps `fetch` of `proto` (a `ConsumerGroup.prototype`); a second call does nothing. Exported for the tests. */
-export function patchFetch(proto: FetchingGroup): void {
-  if (patched.has(proto)) return;
-  const original = proto.fetch;
-  patched.set(proto, original);
-  proto.fetch = async function fetch(this: Patched, nodeId: number): Promise<FetchedBatch[]> {
-    let pending = this[AHEAD];
-    if (!pending) {
-      pending = new Map();
-      this[AHEAD] = pending;
-    }
-    const ahead = pending.get(nodeId);
-    pending.delete(nodeId);
-    let batches: FetchedBatch[] | undefined;
-    if (ahead && ahead.offsetManager === this.offsetManager && ahead.generationId === this.generationId) {
-      batches = (await ahead.batches)?.filter((b) => stillNext(this, ahead, b));
-    }
-    batches ??= await original.call(this, nodeId);
-    // nothing fetched (idle) or a seek waiting (only kafkajs's own fetch applies it): nothing ahead
-    if (batches.length > 0 && this.offsetManager && this.seekOffset.size === 0 && patched.get(proto) === original) {
-      const from = new Map<string, string>();
-      for (const b of batches) {
-        const after = offsetAfter(b);
-        if (after !== undefined) from.set(key(b.topic, b.partition), after);
+const fetchAheadWrap = kafkajsPrototypeWrap<FetchingGroup, 'fetch'>({
+  version: KAFKAJS_FETCH_AHEAD_VERSION,
+  module: 'kafkajs/src/consumer/consumerGroup',
+  member: 'fetch',
+  wrapper: (original: Fetch): Fetch =>
+    async function fetch(this: Patched, nodeId: number): Promise<FetchedBatch[]> {
+      let pending = this[AHEAD];
+      if (!pending) {
+        pending = new Map();
+        this[AHEAD] = pending;
       }
-      pending.set(nodeId, fetchAhead(this, original, nodeId, from));
-    }
-    return batches;
-  };
-}
-
-/** Puts back the `fetch` that {@link patchFetch} wrapped. */
-export function restoreFetch(proto: FetchingGroup): void {
-  const original = patched.get(proto);
-  if (!original) return;
-  proto.fetch = original;
-  patched.delete(proto);
-}
-
-/** kafkajs's `ConsumerGroup.prototype`, when kafkajs is the version the patch was written for. */
-function kafkajsConsumerGroup(): FetchingGroup | undefined {
-  try {
-    const { version } = require('kafkajs/package.json') as { version: string };
-    if (version !== KAFKAJS_FETCH_AHEAD_VERSION) return undefined;
-    const ConsumerGroup = require('kafkajs/src/consumer/consumerGroup') as { prototype?: FetchingGroup };
-    return typeof ConsumerGroup.prototype?.fetch === 'function' ? ConsumerGroup.prototype : undefined;
-  } catch {
-    return undefined; // a kafkajs laid out otherwise: left as it is
-  }
-}
+      const ahead = pending.get(nodeId);
+      pending.delete(nodeId);
+      let batches: FetchedBatch[] | undefined;
+      if (ahead && ahead.offsetManager === this.offsetManager && ahead.generationId === this.generationId) {
+        batches = (await ahead.batches)?.filter((b) => stillNext(this, ahead, b));
+      }
+      batches ??= await original.call(this, nodeId);
+      // nothing fetched (idle) or a seek waiting (only kafkajs's own fetch applies it): nothing ahead
+      if (batches.length > 0 && this.offsetManager && this.seekOffset.size === 0) {
+        const from = new Map<string, string>();
+        for (const b of batches) {
+          const after = offsetAfter(b);
+          if (after !== undefined) from.set(key(b.topic, b.partition), after);
+        }
+        pending.set(nodeId, fetchAhead(this, original, nodeId, from));
+      }
+      return batches;
+    },
+});
 
 /**
  * Makes kafkajs's consumers fetch ahead (see the module's description). Called by
@@ -199,10 +176,7 @@ function kafkajsConsumerGroup(): FetchingGroup | undefined {
  * whether kafkajs's consumers now run with it.
  */
 export function patchKafkajsFetchAhead(): boolean {
-  const proto = kafkajsConsumerGroup();
-  if (!proto) return false;
-  patchFetch(proto);
-  return true;
+  return fetchAheadWrap.patch();
 }
 
 /**
@@ -210,7 +184,5 @@ export function patchKafkajsFetchAhead(): boolean {
  * benchmark, which measures plain kafkajs as released beside the SDK in one process.
  */
 export function restoreKafkajsFetchAhead(): void {
-  const proto = kafkajsConsumerGroup();
-  if (proto) restoreFetch(proto);
+  fetchAheadWrap.restore();
 }
-/* eslint-enable @typescript-eslint/no-require-imports */
