@@ -5,7 +5,7 @@
  * kafkajs's fetcher (`consumer/fetcher.js`) fetches, hands the batches to its workers and waits
  * until every one is handled before it asks the broker again; the next fetch starts from the
  * resolved offsets, so it cannot start sooner. A colony reading a backlog sat ~15 % idle between
- * fetches, the bridge as long.
+ * fetches; the bridge's consumers wait the same way.
  *
  * The patch wraps `ConsumerGroup.prototype.fetch`. When a fetch returns batches, it at once starts
  * the next one for the same broker, asking each partition of those batches from the offset after
@@ -17,9 +17,10 @@
  * a rebalance in between make it fail that test, and it is dropped (fetched again next time, from
  * where the consumer really is). So the records handed to the workers are the ones kafkajs would
  * hand them, in the same order per partition, never a record twice nor one skipped; only the
- * fetch happened earlier. A fetch that fails ahead throws at the next call, where it would have
- * been made. A fetch that returned nothing starts nothing ahead: an idle consumer waits on the
- * broker as before.
+ * fetch happened earlier. A fetch that fails ahead is not recovered from there (kafkajs's
+ * recovery rejoins the group or resets offsets): the next call fetches as kafkajs does, and
+ * recovers or throws there. A fetch that returned nothing starts nothing ahead: an idle consumer
+ * waits on the broker as before.
  *
  * Shared by the process (kafkajs's class): a colony's own kafkajs consumers fetch ahead too.
  * Applied only to kafkajs {@link KAFKAJS_FETCH_AHEAD_VERSION}; any other is left as it is.
