@@ -35,7 +35,7 @@ export interface ConsumeRow {
   sdk: ConsumeClient;
   /**
    * The SDK on kafkajs's record decoder, response buffering and fetching as released (ADR 0023, 0025, 0028);
-   * `ratio` = what the two patches buy.
+   * `ratio` = what the three patches buy.
    */
   released: ConsumeClient;
   refs: ConsumeClient[];
