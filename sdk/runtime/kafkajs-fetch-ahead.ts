@@ -172,6 +172,15 @@ const fetchAheadWrap = kafkajsPrototypeWrap<FetchingGroup, 'fetch'>({
 });
 
 /**
+ * Wraps `fetch` of `proto` (a `ConsumerGroup.prototype`, or a class shaped like it); a second call
+ * does nothing. Exported for the tests, which wrap a group of their own.
+ */
+export const patchFetch = (proto: FetchingGroup): void => fetchAheadWrap.wrap(proto);
+
+/** Puts back the `fetch` that {@link patchFetch} wrapped. */
+export const restoreFetch = (proto: FetchingGroup): void => fetchAheadWrap.unwrap(proto);
+
+/**
  * Makes kafkajs's consumers fetch ahead (see the module's description). Called by
  * `kafkaConnection` when a Feromônios client is created; a second call does nothing. Returns
  * whether kafkajs's consumers now run with it.
