@@ -98,25 +98,55 @@ function shortVarLong(d: KafkajsDecoder): number | undefined {
   return undefined;
 }
 
+/** The longest header key remembered between records (CloudEvents keys are ~10–20 bytes). */
+const MAX_REMEMBERED_KEY_BYTES = 64;
+
+/**
+ * The keys a decoder read last, by header position: a record's headers repeat the previous
+ * record's keys in the same order (every CloudEvents record carries the same ten), so a key whose
+ * bytes equal the remembered ones is that text again — one short byte comparison instead of a
+ * UTF-8 decode and a new string per header (invalid UTF-8 included: the same bytes always decode
+ * to the same text).
+ */
+interface RememberedKey {
+  bytes: Buffer;
+  text: string;
+}
+
 /**
  * A header key, as kafkajs's `readVarIntString` reads it — `String(null)` for length -1, as the
  * original's computed key makes it — decoded straight from the record's buffer, without a
- * `Buffer` of its own; a length or offset out of the ordinary (negative, past the end) takes
- * the original's own `slice`, whose rules differ there.
+ * `Buffer` of its own, or taken from `remembered[position]` when its bytes are the same; a
+ * length or offset out of the ordinary (negative, past the end) takes the original's own
+ * `slice`, whose rules differ there.
  */
-function readKey(d: KafkajsDecoder): string {
+function readKey(d: KafkajsDecoder, remembered: Array<RememberedKey | undefined>, position: number): string {
   const length = d.readVarInt();
   if (length === -1) return 'null';
   const buf = d.buffer;
   const start = d.offset;
   const end = start + length;
-  const key =
-    start >= 0 && length >= 0 && end <= buf.length
-      ? buf.toString('utf8', start, end)
-      : buf.slice(start, end).toString('utf8');
+  if (!(start >= 0 && length >= 0 && end <= buf.length)) {
+    const odd = buf.slice(start, end).toString('utf8');
+    d.offset = end;
+    return odd;
+  }
   d.offset = end;
-  return key;
+  const last = remembered[position];
+  if (last !== undefined && last.bytes.length === length) {
+    const bytes = last.bytes;
+    let i = 0;
+    while (i < length && bytes[i] === buf[start + i]) i++;
+    if (i === length) return last.text;
+  }
+  const text = buf.toString('utf8', start, end);
+  if (length <= MAX_REMEMBERED_KEY_BYTES && position < MAX_REMEMBERED_KEYS)
+    remembered[position] = { bytes: Buffer.from(buf.subarray(start, end)), text };
+  return text;
 }
+
+/** Header positions whose keys are remembered: more headers than this are decoded each time. */
+const MAX_REMEMBERED_KEYS = 32;
 
 /**
  * Builds the record decoder over kafkajs's own `Long`. A header count below -1 throws the
@@ -127,6 +157,7 @@ export function recordDecoder(Long: LongClass): (decoder: KafkajsDecoder, batchC
   let lastContext: BatchContext | undefined;
   let baseOffset: number | undefined;
   let baseTimestamp: number | undefined;
+  const rememberedKeys: Array<RememberedKey | undefined> = [];
   return function decodeRecord(decoder: KafkajsDecoder, batchContext: BatchContext = {}) {
     const {
       firstOffset,
@@ -161,7 +192,7 @@ export function recordDecoder(Long: LongClass): (decoder: KafkajsDecoder, batchC
     if (count < -1) new Array(count); // the original's RangeError
     const headers: Record<string, unknown> = {};
     for (let i = 0; i < count; i++) {
-      const k = readKey(decoder);
+      const k = readKey(decoder, rememberedKeys, i);
       const v = decoder.readVarIntBytes();
       const prev = headers[k];
       const merged = prev === undefined ? v : Array.isArray(prev) ? prev.concat([v]) : [prev, v];

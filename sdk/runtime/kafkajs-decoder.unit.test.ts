@@ -203,6 +203,50 @@ describe("kafkajs's record decoder, replaced (ADR 0023)", () => {
     expect(mine.headers.null).toEqual([Buffer.from([5]), Buffer.from([6])]);
   });
 
+  it('decodes a stream of records through one decoder as the original, remembered header keys included: keys of the same length with other bytes, invalid UTF-8, keys moving position, the buffer reused after', () => {
+    // raw key bytes from a small pool, so that positions repeat and collide: equal lengths with
+    // one byte changed, multi-byte UTF-8, invalid UTF-8 (decoded to U+FFFD, the same every time),
+    // empty, and one longer than what is remembered
+    const pool = [
+      Buffer.from('ce_id'),
+      Buffer.from('ce_iD'),
+      Buffer.from('ce_ie'),
+      Buffer.from('ce_é'),
+      Buffer.from([0x63, 0x65, 0x5f, 0xc3, 0x28]),
+      Buffer.from([0xff, 0xfe]),
+      Buffer.from([0xff, 0xfd]),
+      Buffer.alloc(0),
+      Buffer.from('k'.repeat(65)),
+      Buffer.from('k'.repeat(64) + 'j'),
+    ];
+    const headerBytes = fc.record({ key: fc.nat({ max: pool.length - 1 }), value: bytes });
+    const stream = fc.array(fc.array(headerBytes, { maxLength: 40 }), { minLength: 1, maxLength: 12 });
+    fc.assert(
+      fc.property(stream, fc.boolean(), (records, reuse) => {
+        const decoder = recordDecoder(Long as Parameters<typeof recordDecoder>[0]);
+        const ctx = { firstOffset: '0', firstTimestamp: '1700000000000', magicByte: 2 };
+        // one buffer for every record when `reuse`: what a record's bytes were is overwritten by the next
+        const shared = Buffer.alloc(64 * 1024);
+        for (const headers of records) {
+          const e = new Encoder()
+            .writeInt8(0)
+            .writeVarLong(0)
+            .writeVarInt(0)
+            .writeVarIntBytes(null)
+            .writeVarIntBytes(null);
+          e.writeVarInt(headers.length);
+          for (const h of headers) e.writeVarIntBytes(pool[h.key] as Buffer).writeVarIntBytes(h.value);
+          const wire = e.buffer;
+          const buf = reuse ? shared.subarray(0, wire.copy(shared)) : wire;
+          const d = new Decoder(buf);
+          const mine = describeValue({ ...(decoder(d, ctx) as object), batchContext: true });
+          expect({ ok: mine, at: d.offset }).toEqual(outcome(original, Buffer.from(wire), ctx));
+        }
+      }),
+      { numRuns: 500 },
+    );
+  });
+
   it('is written for the kafkajs installed (the replacement is installed only for that version)', () => {
     expect((require('kafkajs/package.json') as { version: string }).version).toBe(KAFKAJS_DECODER_VERSION);
   });
