@@ -991,16 +991,15 @@ export class ColonySubscriber {
   ): boolean | Promise<boolean> {
     // called at once: a handler that throws synchronously throws here (tentar counts it a failure)
     return comPrazo(h.nome, h.opcoes.timeoutMs, this.abort.signal, (t) => {
-      const call = (transacao?: PoolClient): unknown =>
-        h.manipulador(evento, new ContextoDaTentativa(tentativa, t, transacao, reprocessamento));
       const inbox = h.opcoes.inbox;
       if (inbox)
         return withInbox(inbox, { event_id: evento.event_id, manipulador: h.nome, tipo: evento.tipo }, (transacao) =>
           Promise.resolve()
-            .then(() => call(transacao))
+            .then(() => h.manipulador(evento, new ContextoDaTentativa(tentativa, t, transacao, reprocessamento)))
             .then(() => undefined),
         );
-      const result = call();
+      // no closure of its own per event (reading a backlog, one was built and named for each)
+      const result = h.manipulador(evento, new ContextoDaTentativa(tentativa, t, undefined, reprocessamento));
       // a handler that returns at once (not a promise) costs no promise of its own
       return isThenable(result) ? Promise.resolve(result).then(() => true) : true;
     });
