@@ -198,6 +198,39 @@ describe('texts and JSON values PostgreSQL stores unchanged', () => {
     expect(textProblem('tab\tand\nnewline')).toBeUndefined();
   });
 
+  it('textProblem names NUL and unpaired surrogates wherever they are, and nothing else, as a plain definition does', () => {
+    // strings biased towards what matters: NUL, high and low surrogates alone, in pairs, reversed
+    const unit = fc.oneof(
+      fc.constantFrom(
+        '\u0000',
+        '\ud800',
+        '\udbff',
+        '\udc00',
+        '\udfff',
+        '\ud83d\ude00',
+        '\ude00\ud83d',
+        'a',
+        'é',
+        '\u07ff',
+        '\ue000',
+      ),
+      fc.string({ unit: 'binary', maxLength: 3 }),
+    );
+    const text = fc.array(unit, { maxLength: 30 }).map((xs) => xs.join(''));
+    const definition = (s: string): string | undefined =>
+      s.includes('\u0000')
+        ? 'must not contain a NUL character'
+        : !(s as string & { isWellFormed(): boolean }).isWellFormed()
+          ? 'must not contain an unpaired UTF-16 surrogate'
+          : undefined;
+    fc.assert(
+      fc.property(fc.oneof(text, fc.string({ unit: 'binary', maxLength: 200 })), (s) => {
+        expect(textProblem(s)).toBe(definition(s));
+      }),
+      { numRuns: 5000 },
+    );
+  });
+
   it('storableText makes any string storable, within its length', () => {
     fc.assert(
       fc.property(fc.string({ unit: 'binary', maxLength: 300 }), fc.integer({ min: 1, max: 300 }), (s, max) => {
