@@ -707,9 +707,8 @@ export class ColonySubscriber {
     // the redacted log copy (fields the policy dropped) skips the schema check — only when
     // the platform sent it back on the reprocessing topic, never for a header on a live topic
     const posicao = { topico: topic, particao: partition, offset: message.offset };
-    const options = {
-      validateSchema: !(reprocess && headerString(message.headers, REPROCESS_HEADERS.redacted) === 'true'),
-    };
+    const options =
+      reprocess && headerString(message.headers, REPROCESS_HEADERS.redacted) === 'true' ? SEM_SCHEMA : COM_SCHEMA;
     let evento: EventoConsultado | undefined;
     try {
       evento = this.d.decoder.decodeKnown(message, posicao, options);
@@ -1094,6 +1093,10 @@ const payloadIntacto = (
   unico: boolean,
 ): Record<string, unknown> =>
   unico ? (decodeValue(message.value).payload as Record<string, unknown>) : evento.payload;
+
+/** The decoder's options for a live event (every event but a redacted copy sent back for reprocessing), and for that copy. */
+const COM_SCHEMA = Object.freeze({ validateSchema: true });
+const SEM_SCHEMA = Object.freeze({ validateSchema: false });
 
 /** How often, at most, a fetch's loop asks kafkajs to heartbeat and to commit when due. */
 const BETWEEN_CHECKS_MS = 100;

@@ -145,7 +145,7 @@ export class EventDecoder {
         errors,
       );
     }
-    return {
+    const evento: EventoConsultado = {
       sequence_number: null,
       event_id: meta.event_id,
       tipo: meta.tipo,
@@ -157,8 +157,9 @@ export class EventDecoder {
       tenant_id: meta.tenant_id,
       payload: payload as Record<string, unknown>,
       criado_em: null,
-      ...(posicao ? { posicao } : {}),
     };
+    if (posicao) evento.posicao = posicao;
+    return evento;
   }
 
   /** The catalog version a registry schema id stands for (by its `$id` urn). */

@@ -121,12 +121,15 @@ export function parseHeaders(headers: IHeaders | undefined): Metadata & { tracep
   const spec = requiredHeader(headers, HEADER.specversion);
   if (spec !== SPEC_VERSION)
     throw new WireFormatError('invalid-header', `ce_specversion must be ${SPEC_VERSION}, got another version`);
-  const contentType = requiredHeader(headers, HEADER.contentType).split(';')[0]?.trim().toLowerCase() ?? '';
+  const contentTypeHeader = requiredHeader(headers, HEADER.contentType);
+  // the SDK's own value as it writes it (every record but a foreign producer's): nothing to normalise
+  const contentType =
+    contentTypeHeader === CONTENT_TYPE ? CONTENT_TYPE : (contentTypeHeader.split(';')[0]?.trim().toLowerCase() ?? '');
   if (!ACCEPTED_CONTENT_TYPES.includes(contentType))
     throw new WireFormatError('invalid-header', `content-type must be ${ACCEPTED_CONTENT_TYPES.join(' or ')}`);
   const event_id = requiredHeader(headers, HEADER.id);
   const traceparent = headerString(headers, HEADER.traceparent);
-  return {
+  const meta: Metadata & { traceparent?: string } = {
     event_id,
     tipo: requiredHeader(headers, HEADER.type),
     origem: requiredHeader(headers, HEADER.source),
@@ -135,8 +138,9 @@ export function parseHeaders(headers: IHeaders | undefined): Metadata & { tracep
     correlacao_id: headerString(headers, HEADER.correlacaoId) ?? event_id,
     causation_id: headerString(headers, HEADER.causationId) ?? null,
     tenant_id: headerString(headers, HEADER.tenantId) ?? null,
-    ...(traceparent ? { traceparent } : {}),
   };
+  if (traceparent) meta.traceparent = traceparent;
+  return meta;
 }
 
 /** A header every record must have, as a non-empty string; `missing-header` names it otherwise. */
