@@ -117,9 +117,12 @@ export function redactPayload(
   opts: OpcoesRedacao,
 ): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  for (const [name, rule] of Object.entries(policy.campos)) {
+  const campos = policy.campos;
+  // `for…in` over own keys visits what `Object.entries` lists, in its order, without an array of pairs per payload
+  for (const name in campos) {
+    if (!Object.prototype.hasOwnProperty.call(campos, name)) continue;
     if (!Object.prototype.hasOwnProperty.call(payload, name)) continue;
-    const v = applyRule(payload[name], rule, opts);
+    const v = applyRule(payload[name], campos[name] as RedactionRule, opts);
     if (v !== undefined) out[name] = v;
   }
   return out;
