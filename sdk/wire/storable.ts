@@ -245,8 +245,8 @@ function hasNulOrSurrogate(s: string): boolean {
 
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 const hasLoneSurrogate = (s: string): boolean => LONE_SURROGATE.test(s);
-const replaceLoneSurrogates = (s: string): string =>
-  s.replace(/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g, '\ufffd');
+const LONE_SURROGATES = new RegExp(LONE_SURROGATE.source, 'g');
+const replaceLoneSurrogates = (s: string): string => s.replace(LONE_SURROGATES, '\ufffd');
 
 const codePoints = (s: string): number => {
   let n = 0;
