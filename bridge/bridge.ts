@@ -48,8 +48,9 @@ import { recordRetentionGap } from './retention-gap-writer';
 import { colonyGroupLags, publishGroupLags } from './group-lag';
 import { publishTimeOf, stageEvents, type StagedRow } from './event-log-writer';
 import { refusable, writeIsolatingRefused } from './refused-rows';
+import { MemoryStaging, type CommitPoint } from './memory-staging';
 import { Sequencer } from './sequencer';
-import { frontierMetadata, stagedFrontier } from './staging-frontier';
+import { stagedFrontier } from './staging-frontier';
 import type { StagedRef } from './causal-order';
 import type { BridgeMetrics } from './metrics';
 
@@ -105,6 +106,14 @@ export interface OpcoesBridge {
    * to autovacuum). Default 20,000.
    */
   stagingVacuumRows?: number;
+  /**
+   * Most events the sequencer's leader holds in memory instead of `core.event_staging` (ADR
+   * 0029); 0: every event is staged in the table. Default 100,000. A chunk that does not fit
+   * (this or `memoryStagingBytes`) is staged in the table.
+   */
+  memoryStagingRows?: number;
+  /** Most bytes of records held in memory by the leader. Default 256 MiB. */
+  memoryStagingBytes?: number;
   logger: Logger;
   metrics: BridgeMetrics;
 }
@@ -128,6 +137,25 @@ type BatchControl = {
   isStale(): boolean;
   resolveOffset(offset: string): void;
 };
+
+/** What a record held in memory costs beyond its value's bytes (its row's objects), for the memory bound. */
+const HELD_ROW_OVERHEAD = 512;
+
+/** What the sequencer orders a held event by (bridge/causal-order.ts); staged now, by this process's clock. */
+function heldRef(row: StagedRow): StagedRef {
+  return {
+    event_id: row.event_id,
+    causation_id: row.causation_id,
+    publicado_em: Date.parse(row.publicado_em),
+    ordem_sessao: row.ordem_sessao,
+    ordem_contador: row.ordem_contador,
+    ordem_firme: row.ordem_firme,
+    kafka_topic: row.kafka_topic,
+    kafka_partition: row.kafka_partition,
+    kafka_offset: row.kafka_offset,
+    recebido_em: Date.now(),
+  };
+}
 
 /** A group of topics consumed by one consumer of its own. */
 interface Lane {
@@ -194,6 +222,14 @@ export class Bridge {
   private stopping = false;
   private lastDbOk = false;
   private readonly sequencer: Sequencer;
+  /** The leader's staging in memory (ADR 0029): open while this instance's sequencer leads. */
+  private readonly memory: MemoryStaging;
+  /**
+   * The events lane's consumer whose position passed events dropped from memory (leadership
+   * lost): it stages and commits nothing more, and is replaced by one that starts from the
+   * committed offsets.
+   */
+  private memoryDroppedFor: Consumer | undefined;
   /** Every consumer created and not yet disconnected (stop() disconnects them all). */
   private readonly consumers = new Set<Consumer>();
   /**
@@ -220,6 +256,10 @@ export class Bridge {
       retry: { retries: 10, initialRetryTime: 300, maxRetryTime: 5000 },
     });
     this.decoder = new EventDecoder(o.registry, o.catalog, o.maxPayloadBytes);
+    this.memory = new MemoryStaging({
+      maxRows: o.memoryStagingRows ?? 100_000,
+      maxBytes: o.memoryStagingBytes ?? 256 * 1024 * 1024,
+    });
     this.sequencer = new Sequencer({
       pool: o.pool,
       admin: () => this.admin,
@@ -236,6 +276,9 @@ export class Bridge {
       pollMs: 200,
       ...(o.commitJitterMs === undefined ? {} : { commitJitterMs: o.commitJitterMs }),
       onRefused: (row, sqlstate) => this.quarantineStaged(row, sqlstate),
+      memory: this.memory,
+      commitStaged: (points) => this.commitStaged(points),
+      onMemoryDropped: () => this.restartAfterMemoryDropped(),
       logger: o.logger,
       metrics: o.metrics,
     });
@@ -475,6 +518,11 @@ export class Bridge {
     consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => {
       if (lane.consumer !== consumer) return;
       gaps.joined(payload.memberAssignment);
+      // kafkajs resumes every partition at its committed offset: what memory held comes again
+      if (lane.name === 'eventos') {
+        this.memory.reset();
+        this.o.metrics.heldInMemory.set(0);
+      }
       lane.running = true;
       lane.joiningSince = undefined;
       // partitions may have moved to another instance: progress is measured anew from here
@@ -498,8 +546,16 @@ export class Bridge {
         // Java client) never reaches eachBatch: nothing to stage, but the sequencer waits for the
         // committed offset to reach the high watermark, so commit past it (docs/ordering.md)
         if (lane.consumer !== consumer || payload.batchSize > 0 || !/^\d+$/.test(payload.lastOffset)) return;
-        const offset = (BigInt(payload.lastOffset) + 1n).toString();
-        consumer.commitOffsets([{ topic: payload.topic, partition: payload.partition, offset }]).catch((err: unknown) =>
+        if (this.memoryDroppedFor === consumer) return;
+        // never past events the leader still holds in memory (ADR 0029)
+        const at = this.memory.passed(
+          this.memory.epoch,
+          payload.topic,
+          payload.partition,
+          BigInt(payload.lastOffset) + 1n,
+          undefined,
+        );
+        consumer.commitOffsets([at]).catch((err: unknown) =>
           this.o.logger.warn('commit past transaction markers failed, retried with the next batch', {
             topic: payload.topic,
             partition: payload.partition,
@@ -566,16 +622,84 @@ export class Bridge {
     const delay = backoffDelay(lane.crashes, { initialMs: 500, maxMs: this.o.restartBackoffMaxMs ?? 30_000 });
     this.o.logger.warn('restarting consumer', { lane: lane.name, delay_ms: delay });
     lane.restartTimer = setTimeout(() => {
-      lane.restartTimer = undefined;
-      const topics = [...lane.subscribed];
-      lane.restarting = this.startLane(lane, topics, false)
-        .catch((err: unknown) => {
-          this.o.logger.error('consumer restart failed', { lane: lane.name, error: (err as Error).message });
-          lane.crashes++;
-          this.scheduleRestart(lane);
-        })
-        .finally(() => (lane.restarting = undefined));
+      this.restartNow(lane);
     }, delay);
+  }
+
+  /** Starts a lane anew now, with its topics; a failure is counted and retried after a backoff. */
+  private restartNow(lane: Lane): void {
+    clearTimeout(lane.restartTimer);
+    lane.restartTimer = undefined;
+    lane.restarting = this.startLane(lane, [...lane.subscribed], false)
+      .catch((err: unknown) => {
+        this.o.logger.error('consumer restart failed', { lane: lane.name, error: (err as Error).message });
+        lane.crashes++;
+        this.scheduleRestart(lane);
+      })
+      .finally(() => (lane.restarting = undefined));
+  }
+
+  /**
+   * One span per chunk staged, linked to each record's trace (OpenTelemetry, when registered).
+   * `table` is where its rows go: `core.event_staging`, or `core.event_log` for a chunk the
+   * leader holds in memory until the sequencer writes it there (ADR 0029).
+   */
+  private chunkSpan(
+    topic: string,
+    partition: number,
+    good: Array<Extract<Decoded, { kind: 'ok' }>>,
+    table: 'core.event_staging' | 'core.event_log',
+  ) {
+    return startBatchSpan(
+      topic,
+      {
+        'messaging.consumer.group.name': this.o.groupId,
+        'messaging.destination.partition.id': String(partition),
+        'db.system.name': 'postgresql',
+        'db.collection.name': table,
+        'feromonios.componente': 'bridge',
+      },
+      good.map((g) => headerString(g.message.headers, HEADER.traceparent)),
+    );
+  }
+
+  /**
+   * Commits the events lane's offsets the sequencer's writes released (ADR 0029, rule 1). A
+   * failure (a rebalance under way, a broker gone) is logged: those events were written, and
+   * Kafka redelivers them to whoever stages next, where `core.event_ids` drops them.
+   */
+  private async commitStaged(points: CommitPoint[]): Promise<void> {
+    this.o.metrics.heldInMemory.set(this.memory.size);
+    const consumer = this.lanes[0]?.consumer;
+    if (!consumer || consumer === this.memoryDroppedFor) return;
+    try {
+      await consumer.commitOffsets(points);
+    } catch (err) {
+      if (this.stopping) return;
+      this.o.logger.warn('commit after the log write failed: its events are redelivered and dropped as duplicates', {
+        partitions: points.length,
+        error: scrubText((err as Error).message, undefined, 300),
+      });
+    }
+  }
+
+  /**
+   * The sequencer lost its lock while it held events in memory that were never committed: the
+   * events lane's consumer is past them, so it stages and commits nothing more and is replaced
+   * now by one that starts from the committed offsets (ADR 0029, rule 3) — they then reach the
+   * table, or this instance's memory again if it leads again.
+   */
+  private restartAfterMemoryDropped(): void {
+    this.o.metrics.heldInMemory.set(0);
+    const lane = this.lanes[0] as Lane;
+    const consumer = lane.consumer;
+    if (this.stopping || !consumer) return;
+    this.memoryDroppedFor = consumer;
+    this.o.metrics.memoryDrops.inc();
+    this.o.logger.warn(
+      'sequencer lost its lock with events held in memory: the events lane starts again from its committed offsets',
+    );
+    this.restartNow(lane);
   }
 
   /** Records a partition's lag after a committed chunk (stall detection, the lag gauge). */
@@ -599,6 +723,10 @@ export class Bridge {
     ctl: { heartbeat(): Promise<void>; isRunning(): boolean; isStale(): boolean; resolveOffset(offset: string): void },
   ): Promise<void> {
     const { topic, partition } = batch;
+    // a consumer whose position passed events dropped from memory is being replaced (ADR 0029)
+    if (this.memoryDroppedFor === consumer) return;
+    // the memory's epoch this batch stages in: if it ends meanwhile, the batch gives up (redelivered)
+    const epoch = this.memory.epoch;
     const chunks: KafkaMessage[][] = [];
     for (let i = 0; i < batch.messages.length; i += this.o.batchSize)
       chunks.push(batch.messages.slice(i, i + this.o.batchSize));
@@ -613,6 +741,14 @@ export class Bridge {
     // the publish time of the last record staged so far, sent with the committed offset (ADR 0027);
     // a batch that stages nothing (all poison) commits the one before it, not none
     const partitionKey = `${topic}\u0000${partition}`;
+    // staged up to `offset`: stall detection and the lag gauge
+    const progressed = (offset: string) =>
+      this.recordProgress(
+        this.lanes[0] as Lane,
+        topic,
+        partition,
+        Math.max(0, Number(batch.highWatermark) - Number(offset) - 1),
+      );
     let frontier = this.frontiers.get(partitionKey);
     for (const [k, chunk] of chunks.entries()) {
       if (!ctl.isRunning() || ctl.isStale()) return; // rebalanced or stopping: the rest is redelivered
@@ -627,18 +763,53 @@ export class Bridge {
         const sent = await this.retrying('kafka', ctl, () => this.quarantine(topic, partition, poison));
         if (sent === ABORTED) return;
       }
-      // one span per chunk written, linked to each record's trace (OpenTelemetry, when registered)
-      const span = startBatchSpan(
-        topic,
-        {
-          'messaging.consumer.group.name': this.o.groupId,
-          'messaging.destination.partition.id': String(partition),
-          'db.system.name': 'postgresql',
-          'db.collection.name': 'core.event_staging',
-          'feromonios.componente': 'bridge',
-        },
-        good.map((g) => headerString(g.message.headers, HEADER.traceparent)),
-      );
+      const lastOffset = (chunk.at(-1) as KafkaMessage).offset;
+      const upTo = BigInt(lastOffset) + 1n;
+      // the sequencer's leader holds the chunk in memory when it fits (ADR 0029): its offsets are
+      // committed after the sequencer writes it to the log
+      const bytes = good.reduce((n, g) => n + (g.message.value?.length ?? 0) + HELD_ROW_OVERHEAD, 0);
+      // (a chunk with nothing to stage takes the table's path: it commits at once, nothing held back)
+      if (good.length > 0 && this.memory.accepting(epoch) && this.memory.hasRoom(good.length, bytes)) {
+        const chunkFrontier = stagedFrontier(good, []);
+        const held = this.memory.add(
+          epoch,
+          topic,
+          partition,
+          good.map((g) => ({
+            ref: heldRef(g.row),
+            row: g.row,
+            bytes: (g.message.value?.length ?? 0) + HELD_ROW_OVERHEAD,
+          })),
+          upTo,
+          chunkFrontier,
+          frontier,
+        );
+        const span = this.chunkSpan(topic, partition, good, 'core.event_log');
+        if (!held) {
+          endSpan(span, new Error('batch abandoned: the memory was dropped (redelivered)'));
+          return; // the memory's epoch ended: the batch is redelivered from the committed offset
+        }
+        span.setAttributes({ 'feromonios.staged': held.held.length, 'feromonios.duplicates': held.duplicates.length });
+        endSpan(span);
+        frontier = chunkFrontier ?? frontier;
+        if (frontier !== undefined) this.frontiers.set(partitionKey, frontier);
+        this.o.metrics.staged.inc(held.held.length);
+        this.o.metrics.duplicates.inc(held.duplicates.length);
+        this.o.metrics.heldInMemory.set(this.memory.size);
+        ctl.resolveOffset(lastOffset);
+        if (held.held.length > 0) this.sequencer.wake();
+        progressed(lastOffset);
+        this.o.logger.debug('chunk held in memory', {
+          topic,
+          partition,
+          held: held.held.length,
+          duplicates: held.duplicates.length,
+          quarantined: poison.length,
+        });
+        await ctl.heartbeat();
+        continue;
+      }
+      const span = this.chunkSpan(topic, partition, good, 'core.event_staging');
       let written: Awaited<ReturnType<typeof this.stageIsolatingRefused>> | typeof ABORTED;
       try {
         written = await this.retrying('database', ctl, () => this.stageIsolatingRefused(good));
@@ -665,27 +836,18 @@ export class Bridge {
       if (frontier !== undefined) this.frontiers.set(partitionKey, frontier);
       this.o.metrics.staged.inc(result.staged.length);
       this.o.metrics.duplicates.inc(result.duplicates.length);
-      const lastOffset = (chunk.at(-1) as KafkaMessage).offset;
+      // events dropped from memory meanwhile (leadership lost) lie below this chunk: no commit
+      if (this.memoryDroppedFor === consumer || this.memory.epoch !== epoch) return;
+      // the commit never passes events the leader still holds in memory (ADR 0029)
+      const at = this.memory.passed(epoch, topic, partition, upTo, frontier);
       ctl.resolveOffset(lastOffset);
       if (result.staged.length > 0) this.sequencer.wake();
       // the committed offset is what the sequencer waits for: "staged up to here". Committed
       // after the batch's last chunk, or every 5 chunks of a large one: fewer broker round trips
       if (k === chunks.length - 1 || k % 5 === 4) {
-        await consumer.commitOffsets([
-          {
-            topic,
-            partition,
-            offset: (BigInt(lastOffset) + 1n).toString(),
-            metadata: frontier === undefined ? null : frontierMetadata(frontier),
-          },
-        ]);
+        await consumer.commitOffsets([at]);
         committed = lastOffset;
-        this.recordProgress(
-          this.lanes[0] as Lane,
-          topic,
-          partition,
-          Math.max(0, Number(batch.highWatermark) - Number(lastOffset) - 1),
-        );
+        progressed(lastOffset);
       }
       this.o.logger.debug('chunk staged', {
         topic,

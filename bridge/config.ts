@@ -110,6 +110,20 @@ export const bridgeEnv = {
     unit: 'rows',
     doc: 'The sequencer VACUUMs core.event_staging after moving this many rows out of it (a queue table: every event is inserted and deleted), whether or not autovacuum runs; 0 leaves it to autovacuum (docs/bridge.md).',
   }),
+  BRIDGE_MEMORY_STAGING_ROWS: env.int({
+    min: 0,
+    max: 1_000_000,
+    default: 100_000,
+    unit: 'rows',
+    doc: "Most events the sequencer's leader holds in memory instead of core.event_staging, their offsets committed after the log's write (ADR 0029); a chunk that does not fit is staged in the table; 0 stages every event in the table.",
+  }),
+  BRIDGE_MEMORY_STAGING_MB: env.int({
+    min: 1,
+    max: 16_384,
+    default: 256,
+    unit: 'MiB',
+    doc: "Most mebibytes of records the sequencer's leader holds in memory (ADR 0029).",
+  }),
   BRIDGE_FAULT_COMMIT_JITTER_MS: env.int({
     min: 0,
     max: 10000,

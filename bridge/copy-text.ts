@@ -55,15 +55,16 @@ export function copyLines(rows: CopyValue[][]): Buffer {
 /**
  * `COPY table (columns) FROM STDIN` of `rows` on `client` (inside the caller's transaction when
  * it has one). One round trip of pre-formatted text: no parameter arrays to build and parse,
- * the fastest way PostgreSQL takes rows. Fails as a whole (a constraint or a bad value aborts
- * the COPY), like one INSERT would.
+ * the fastest way PostgreSQL takes rows. `rows` may be text `copyLines` made already (built
+ * before a lock, say). Fails as a whole (a constraint or a bad value aborts the COPY), like one
+ * INSERT would.
  */
 export async function copyRows(
   client: pg.PoolClient,
   table: string,
   columns: readonly string[],
-  rows: CopyValue[][],
+  rows: CopyValue[][] | Buffer,
 ): Promise<void> {
   const stream = client.query(copyFrom(`COPY ${table} (${columns.join(', ')}) FROM STDIN`));
-  await pipeline(Readable.from([copyLines(rows)]), stream);
+  await pipeline(Readable.from([Buffer.isBuffer(rows) ? rows : copyLines(rows)]), stream);
 }

@@ -1,8 +1,8 @@
 import type pg from 'pg';
 import type { EventoConsultado } from '../sdk';
 import { withTransaction } from '../sdk/service';
-import { copyRows, type CopyValue } from './copy-text';
-import { refusalOf } from './refused-rows';
+import { copyLines, copyRows, type CopyValue } from './copy-text';
+import { refusalOf, sqlstateOf } from './refused-rows';
 
 /** One event ready for `core.event_log` (payload already redacted): the contract's columns. */
 export type LogRow = Pick<
@@ -157,9 +157,11 @@ async function insertStaging(pool: pg.Pool, rows: StagedRow[]): Promise<{ staged
 }
 
 export interface WriteResult {
-  inserted: Array<{ event_id: string; sequence_number: string; tipo: string }>;
-  /** event_ids already in the log: dropped from staging, no sequence consumed. */
+  inserted: Array<{ event_id: string; tipo: string }>;
+  /** event_ids already in the log: dropped, no sequence consumed. */
   duplicates: string[];
+  /** The sequence number of the last event written, if any. */
+  lastSequence: string | null;
 }
 
 /**
@@ -170,47 +172,160 @@ export interface WriteResult {
  */
 export const EVENT_LOG_LOCK_KEY = 0x6665726f6c6f67n; // 'ferolog'
 
+/** The log's columns a `COPY` of held events fills (the sequence number is the table's default). */
+const LOG_COLUMNS = STAGING_COLUMNS.slice(0, 12);
+
 /**
- * Moves staged events into `core.event_log` in one transaction, taking sequence numbers in
- * the given order (the sequencer's causal order, bridge/causal-order.ts). An event_id already
- * in the log is dropped from staging without a sequence number (a redelivery staged again).
+ * One stretch of a chunk the sequencer writes, in its order: events staged in
+ * `core.event_staging` (moved by their ids) or held in the leader's memory (copied; ADR 0029).
  */
-export async function moveToEventLog(
+export type LogRun = { from: 'staging'; ids: string[] } | { from: 'memory'; rows: StagedRow[] };
+
+/** A run of held events made ready before the lock: the ones not in the log yet as `COPY` text. */
+interface PreparedCopy {
+  rows: StagedRow[];
+  duplicates: string[];
+  text: Buffer;
+}
+
+/** A chunk made ready to write (`prepareLogChunk`): its runs, the held ones probed and formatted. */
+export interface PreparedChunk {
+  runs: Array<{ from: 'staging'; ids: string[] } | ({ from: 'memory' } & PreparedCopy)>;
+}
+
+/**
+ * Probes a run of held events against `core.event_ids` (which are in the log already) and
+ * formats the others as `COPY` text: work done before the log's lock (and, by the sequencer,
+ * while the chunk before commits), so the lock is held for the `COPY` alone.
+ */
+async function prepareCopy(db: pg.Pool | pg.PoolClient, rows: StagedRow[]): Promise<PreparedCopy> {
+  const { rows: found } = await db.query<{ event_id: string }>(
+    'SELECT event_id::text FROM core.event_ids WHERE event_id = ANY($1::uuid[])',
+    [rows.map((r) => r.event_id)],
+  );
+  const logged = new Set(found.map((f) => f.event_id));
+  const fresh = logged.size === 0 ? rows : rows.filter((r) => !logged.has(r.event_id));
+  return {
+    rows: fresh,
+    duplicates: rows.filter((r) => logged.has(r.event_id)).map((r) => r.event_id),
+    text: copyLines(fresh.map((r) => stagingValues(r).slice(0, LOG_COLUMNS.length))),
+  };
+}
+
+/** Makes a chunk ready to write: each run of held events probed and formatted (`prepareCopy`). */
+export async function prepareLogChunk(pool: pg.Pool, runs: LogRun[]): Promise<PreparedChunk> {
+  return {
+    runs: await Promise.all(
+      runs.map(async (r) =>
+        r.from === 'staging' ? r : { from: 'memory' as const, ...(await prepareCopy(pool, r.rows)) },
+      ),
+    ),
+  };
+}
+
+/**
+ * Writes a chunk to `core.event_log` in one transaction, taking sequence numbers in the given
+ * order (the sequencer's causal order, bridge/causal-order.ts), run after run: staged events are
+ * moved out of `core.event_staging` (an event_id already in the log is dropped from staging
+ * without a sequence number — a redelivery staged again); held events are copied, those the
+ * probe found in the log left out. An event logged since the probe (another leader's last
+ * write) makes the `core.event_ids` trigger fail the `COPY` with a unique violation: the chunk
+ * is then written again with every run probed under the lock, where nothing else writes the log
+ * — a duplicate is never mistaken for a refused row (ADR 0029, rule 6).
+ */
+export async function writeEventLog(
   pool: pg.Pool,
-  orderedIds: string[],
+  chunk: PreparedChunk,
   /** Fault injection only: up to this many milliseconds of random delay before COMMIT. */
   commitJitterMs = 0,
 ): Promise<WriteResult> {
-  if (orderedIds.length === 0) return { inserted: [], duplicates: [] };
+  try {
+    return await writeChunk(pool, chunk.runs, commitJitterMs);
+  } catch (err) {
+    if (sqlstateOf(err) !== '23505' || !chunk.runs.some((r) => r.from === 'memory')) throw err;
+  }
+  const again = await writeChunk(
+    pool,
+    chunk.runs.map((r) => (r.from === 'memory' ? { from: 'memory' as const, rows: r.rows } : r)),
+    commitJitterMs,
+  );
+  // the probe's own finds were left out of the runs written again
+  for (const r of chunk.runs) if (r.from === 'memory') again.duplicates.push(...r.duplicates);
+  return again;
+}
+
+async function writeChunk(
+  pool: pg.Pool,
+  runs: Array<LogRun | PreparedChunk['runs'][number]>,
+  commitJitterMs: number,
+): Promise<WriteResult> {
+  const inserted: WriteResult['inserted'] = [];
+  const duplicates: string[] = [];
+  if (runs.every((r) => (r.from === 'staging' ? r.ids.length === 0 : r.rows.length === 0)))
+    return { inserted, duplicates: runs.flatMap((r) => ('duplicates' in r ? r.duplicates : [])), lastSequence: null };
   return withTransaction(pool, async (client) => {
     await client.query('SELECT pg_advisory_xact_lock($1)', [EVENT_LOG_LOCK_KEY.toString()]);
-    // unnest keeps the chunk in one statement whatever its size; ORDER BY ord makes the
-    // sequence numbers follow the sequencer's order
-    const res = await client.query<{ event_id: string; sequence_number: string | null; tipo: string }>(
-      `WITH ids AS (SELECT id, ord FROM unnest($1::uuid[]) WITH ORDINALITY AS u(id, ord)),
-            moved AS (DELETE FROM core.event_staging s USING ids WHERE s.event_id = ids.id
-                      RETURNING s.event_id, s.tipo, s.versao_schema, s.timestamp, s.origem, s.correlacao_id,
-                                s.causation_id, s.tenant_id, s.payload, s.kafka_topic, s.kafka_partition, s.kafka_offset, ids.ord),
-            ins AS (INSERT INTO core.event_log (event_id, tipo, versao_schema, timestamp, origem, correlacao_id, causation_id,
-                                                tenant_id, payload, kafka_topic, kafka_partition, kafka_offset)
-                    SELECT event_id, tipo, versao_schema, timestamp, origem, correlacao_id, causation_id, tenant_id, payload,
-                           kafka_topic, kafka_partition, kafka_offset
-                      FROM moved m
-                     WHERE NOT EXISTS (SELECT 1 FROM core.event_ids l WHERE l.event_id = m.event_id)
-                     ORDER BY ord
-                    RETURNING event_id, sequence_number)
-       SELECT m.event_id::text, i.sequence_number::text, m.tipo
-         FROM moved m LEFT JOIN ins i ON i.event_id = m.event_id
-        ORDER BY m.ord`,
-      [orderedIds],
-    );
-    if (commitJitterMs > 0) await client.query('SELECT pg_sleep($1)', [(Math.random() * commitJitterMs) / 1000]);
-    const inserted: WriteResult['inserted'] = [];
-    const duplicates: string[] = [];
-    for (const r of res.rows) {
-      if (r.sequence_number === null) duplicates.push(r.event_id);
-      else inserted.push({ event_id: r.event_id, sequence_number: r.sequence_number, tipo: r.tipo });
+    let lastSequence: string | null = null;
+    for (const run of runs) {
+      if (run.from === 'staging') {
+        const r = await moveStaged(client, run.ids);
+        inserted.push(...r.inserted);
+        duplicates.push(...r.duplicates);
+        lastSequence = r.lastSequence ?? lastSequence;
+        continue;
+      }
+      // not prepared: probed here, under the lock (the retry after a unique violation)
+      const copy = 'text' in run ? run : await prepareCopy(client, run.rows);
+      duplicates.push(...copy.duplicates);
+      if (copy.rows.length === 0) continue;
+      await copyRows(client, 'core.event_log', LOG_COLUMNS, copy.text);
+      for (const r of copy.rows) inserted.push({ event_id: r.event_id, tipo: r.tipo });
+      const { rows } = await client.query<{ s: string }>(
+        "SELECT currval('core.event_log_sequence_number_seq')::text AS s",
+      );
+      lastSequence = rows[0]?.s ?? lastSequence;
     }
-    return { inserted, duplicates };
+    if (commitJitterMs > 0) await client.query('SELECT pg_sleep($1)', [(Math.random() * commitJitterMs) / 1000]);
+    return { inserted, duplicates, lastSequence };
   });
+}
+
+/**
+ * Moves staged events into `core.event_log` (inside the caller's transaction, under the log's
+ * lock), taking sequence numbers in the given order. An event_id already in the log is dropped
+ * from staging without a sequence number (a redelivery staged again).
+ */
+async function moveStaged(client: pg.PoolClient, orderedIds: string[]): Promise<WriteResult> {
+  if (orderedIds.length === 0) return { inserted: [], duplicates: [], lastSequence: null };
+  // unnest keeps the chunk in one statement whatever its size; ORDER BY ord makes the
+  // sequence numbers follow the sequencer's order
+  const res = await client.query<{ event_id: string; sequence_number: string | null; tipo: string }>(
+    `WITH ids AS (SELECT id, ord FROM unnest($1::uuid[]) WITH ORDINALITY AS u(id, ord)),
+          moved AS (DELETE FROM core.event_staging s USING ids WHERE s.event_id = ids.id
+                    RETURNING s.event_id, s.tipo, s.versao_schema, s.timestamp, s.origem, s.correlacao_id,
+                              s.causation_id, s.tenant_id, s.payload, s.kafka_topic, s.kafka_partition, s.kafka_offset, ids.ord),
+          ins AS (INSERT INTO core.event_log (event_id, tipo, versao_schema, timestamp, origem, correlacao_id, causation_id,
+                                              tenant_id, payload, kafka_topic, kafka_partition, kafka_offset)
+                  SELECT event_id, tipo, versao_schema, timestamp, origem, correlacao_id, causation_id, tenant_id, payload,
+                         kafka_topic, kafka_partition, kafka_offset
+                    FROM moved m
+                   WHERE NOT EXISTS (SELECT 1 FROM core.event_ids l WHERE l.event_id = m.event_id)
+                   ORDER BY ord
+                  RETURNING event_id, sequence_number)
+     SELECT m.event_id::text, i.sequence_number::text, m.tipo
+       FROM moved m LEFT JOIN ins i ON i.event_id = m.event_id
+      ORDER BY m.ord`,
+    [orderedIds],
+  );
+  const inserted: WriteResult['inserted'] = [];
+  const duplicates: string[] = [];
+  let lastSequence: string | null = null;
+  for (const r of res.rows) {
+    if (r.sequence_number === null) duplicates.push(r.event_id);
+    else {
+      inserted.push({ event_id: r.event_id, tipo: r.tipo });
+      lastSequence = r.sequence_number;
+    }
+  }
+  return { inserted, duplicates, lastSequence };
 }

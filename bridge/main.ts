@@ -40,6 +40,8 @@ async function main(): Promise<void> {
     orderGapMs: cfg.BRIDGE_ORDER_GAP_MS,
     orderSkewMs: cfg.BRIDGE_ORDER_SKEW_MS,
     stagingVacuumRows: cfg.BRIDGE_STAGING_VACUUM_ROWS,
+    memoryStagingRows: cfg.BRIDGE_MEMORY_STAGING_ROWS,
+    memoryStagingBytes: cfg.BRIDGE_MEMORY_STAGING_MB * 1024 * 1024,
     stallAfterMs: cfg.BRIDGE_STALL_AFTER_MS,
     gaugesIntervalMs: cfg.BRIDGE_GAUGES_INTERVAL_MS,
     partitionsAheadMonths: cfg.BRIDGE_PARTITIONS_AHEAD_MONTHS,

@@ -115,6 +115,18 @@ export class BridgeMetrics {
     help: 'Events staged in core.event_staging (the sequencer then writes them to the log in causal order).',
     registers: [this.registry],
   });
+  readonly heldInMemory = new Gauge({
+    name: 'feromonios_bridge_memory_staged',
+    help: "Events the sequencer's leader holds in memory, staged and not yet in core.event_log (ADR 0029).",
+    registers: [this.registry],
+  });
+
+  readonly memoryDrops = new Counter({
+    name: 'feromonios_bridge_memory_drops_total',
+    help: 'Times the sequencer lost its lock with events held in memory: they were dropped and the events lane started again from its committed offsets (ADR 0029).',
+    registers: [this.registry],
+  });
+
   readonly stagingDepth = new Gauge({
     name: 'feromonios_bridge_staging_depth',
     help: 'Events staged and not yet in core.event_log (at most 100000), as the sequencer last counted: beside its rounds, every 5 s at most; 0 as soon as staging is empty (leader only).',

@@ -2,8 +2,16 @@ import type { Admin } from 'kafkajs';
 import type pg from 'pg';
 import type { Logger } from '../sdk';
 import { backoffDelay, setNewest, sleep } from '../sdk/service';
-import { orderRound, type StagedRef } from './causal-order';
-import { moveToEventLog, STAGING_CHANNEL, type WriteResult } from './event-log-writer';
+import { compareStaged, orderRound, type StagedRef } from './causal-order';
+import {
+  prepareLogChunk,
+  STAGING_CHANNEL,
+  writeEventLog,
+  type LogRun,
+  type PreparedChunk,
+  type WriteResult,
+} from './event-log-writer';
+import type { CommitPoint, MemoryRow, MemoryStaging } from './memory-staging';
 import { writeIsolatingRefused } from './refused-rows';
 import { frontierOf } from './staging-frontier';
 import type { BridgeMetrics } from './metrics';
@@ -49,6 +57,19 @@ export interface OpcoesSequencer {
   commitJitterMs?: number;
   /** A staged event PostgreSQL refuses to write to the log: quarantine it (it is then dropped from staging). */
   onRefused(row: StagedRef, sqlstate: string): Promise<void>;
+  /**
+   * The leader's staging in memory (ADR 0029): opened when this instance takes the lock, closed
+   * when it loses it; its events are ordered with the table's and written by `COPY`. Absent:
+   * every event goes through `core.event_staging` (ADR 0009).
+   */
+  memory?: MemoryStaging;
+  /** Commits the events lane's offsets that held events no longer keep back (after their write). */
+  commitStaged?(points: CommitPoint[]): Promise<void>;
+  /**
+   * Leadership lost while events staged in memory were not committed: the events lane must
+   * start again from its committed offsets (those events then reach whoever leads next).
+   */
+  onMemoryDropped?(): void;
   logger: Logger;
   metrics: BridgeMetrics;
 }
@@ -204,6 +225,7 @@ export class Sequencer {
         );
         if ((rows[0]?.s ?? null) !== this.ultimaSequencia) this.ultimoContador.clear();
       }
+      this.o.memory?.open();
       this.o.metrics.sequencerLeader.set(1);
       this.o.logger.info('sequencer active');
       return true;
@@ -218,6 +240,8 @@ export class Sequencer {
     if (!client) return;
     this.client = undefined;
     this.o.metrics.sequencerLeader.set(0);
+    // what it held in memory was never committed: Kafka gives it to whoever stages it next
+    if (this.o.memory?.close()) this.o.onMemoryDropped?.();
     client.removeAllListeners('notification');
     // destroying the connection ends the session: the lock is released and LISTEN forgotten
     client.release(true);
@@ -247,18 +271,24 @@ export class Sequencer {
       'SELECT EXISTS (SELECT 1 FROM core.event_staging WHERE starts_with(kafka_topic, $1)) AS staged',
       [this.o.topicPrefix],
     );
-    if (!looked[0]?.staged) {
+    const memory = this.o.memory;
+    if (!looked[0]?.staged && !memory?.size) {
       this.o.metrics.stagingDepth.set(0);
       this.o.metrics.causalHeld.set(0);
       return false;
     }
     this.countStaging();
     const started = process.hrtime.bigint();
+    // the memory's epoch the round's barrier counts on: if it ends before the round has read its
+    // events (leadership lost, the events lane rejoined), they come again from Kafka — the round
+    // gives up rather than write later events without them
+    const epoch = memory?.epoch ?? 0;
     const snapshot = await this.snapshot();
     const { cut, incompleto } = await this.waitForStaging(snapshot, this.lastCut);
     if (this.stopping) return false;
     if (cut !== undefined) this.o.metrics.sequencerCuts.inc();
-    const { refs, now } = await this.readRound(snapshot, cut);
+    const { refs, now, fromMemory } = await this.readRound(snapshot, cut, epoch);
+    if (memory && memory.epoch !== epoch) return false;
     const causes = [...new Set(refs.map((r) => r.causation_id).filter((c): c is string => c !== null))];
     const inLog = new Set(
       causes.length === 0
@@ -304,24 +334,37 @@ export class Sequencer {
       );
     }
     this.o.metrics.causalHeld.set(order.held.length);
-    for (let i = 0; i < order.write.length; i += this.moveChunk) {
-      if (this.stopping && i > 0) break; // what is left stays staged for the next leader
-      const chunk = order.write.slice(i, i + this.moveChunk);
+    const chunks: StagedRef[][] = [];
+    for (let i = 0; i < order.write.length; i += this.moveChunk) chunks.push(order.write.slice(i, i + this.moveChunk));
+    // the next chunk's held events are probed and formatted while this one commits (ADR 0029)
+    const prepare = (chunk: StagedRef[] | undefined) => {
+      if (!chunk || fromMemory.size === 0) return undefined;
+      const p = prepareLogChunk(this.o.pool, this.runsOf(chunk, fromMemory));
+      p.catch(() => undefined); // awaited below; a chunk never written (stopping, a failure) must not be an unhandled rejection
+      return p;
+    };
+    let next = prepare(chunks[0]);
+    for (const [k, chunk] of chunks.entries()) {
+      if (this.stopping && k > 0) break; // what is left stays staged (or in Kafka) for the next leader
+      const prepared = await next;
+      next = prepare(chunks[k + 1]);
       const t0 = process.hrtime.bigint();
-      const result = await this.move(chunk);
+      const result = await this.move(chunk, prepared, fromMemory);
       this.o.metrics.insertDuration.observe(Number(process.hrtime.bigint() - t0) / 1e9);
       this.o.metrics.batchSize.observe(result.inserted.length);
       this.o.metrics.duplicates.inc(result.duplicates.length);
       const porTipo = new Map<string, number>();
       for (const r of result.inserted) porTipo.set(r.tipo, (porTipo.get(r.tipo) ?? 0) + 1);
       for (const [tipo, n] of porTipo) this.o.metrics.inserted.inc({ tipo }, n);
-      const last = result.inserted.at(-1);
-      if (last) {
-        this.o.metrics.highestSequence.set(Number(last.sequence_number));
-        this.ultimaSequencia = last.sequence_number;
+      if (result.lastSequence !== null) {
+        this.o.metrics.highestSequence.set(Number(result.lastSequence));
+        this.ultimaSequencia = result.lastSequence;
       }
       this.lembrarContadores(chunk);
-      this.leftStaging += chunk.length;
+      const held = chunk.flatMap((r) => fromMemory.get(r) ?? []);
+      this.leftStaging += chunk.length - held.length;
+      // their offsets no longer wait for them (ADR 0029, rule 1)
+      if (memory && held.length > 0) await this.commit(memory.settle(epoch, held));
       this.o.logger.debug('batch written', { inserted: result.inserted.length, duplicates: result.duplicates.length });
     }
     // a cut whose events were all held (causes or predecessors missing) moved nothing: the next
@@ -379,28 +422,59 @@ export class Sequencer {
   }
 
   /**
-   * Writes a chunk in one transaction; if PostgreSQL refuses it for a row's content, the rows
-   * are written one by one in the same order and each refused one is quarantined and dropped
-   * from staging, so it cannot block the log.
+   * Writes a chunk in one transaction (`prepared`: made ready while the chunk before committed);
+   * if PostgreSQL refuses it for a row's content, the rows are written one by one in the same
+   * order and each refused one is quarantined and dropped from staging (or from memory: its
+   * offset is then committed with the chunk's), so it cannot block the log.
    */
-  private async move(chunk: StagedRef[]): Promise<WriteResult> {
+  private async move(
+    chunk: StagedRef[],
+    prepared: PreparedChunk | undefined,
+    fromMemory: ReadonlyMap<StagedRef, MemoryRow>,
+  ): Promise<WriteResult> {
     const results = await writeIsolatingRefused(
       chunk,
-      (rows) =>
-        moveToEventLog(
+      async (rows) =>
+        writeEventLog(
           this.o.pool,
-          rows.map((r) => r.event_id),
+          rows === chunk && prepared
+            ? prepared
+            : fromMemory.size === 0
+              ? { runs: [{ from: 'staging', ids: rows.map((r) => r.event_id) }] }
+              : await prepareLogChunk(this.o.pool, this.runsOf(rows, fromMemory)),
           this.o.commitJitterMs,
         ),
       async (row, sqlstate) => {
         await this.o.onRefused(row, sqlstate);
-        await this.o.pool.query('DELETE FROM core.event_staging WHERE event_id = $1', [row.event_id]);
+        if (!fromMemory.has(row))
+          await this.o.pool.query('DELETE FROM core.event_staging WHERE event_id = $1', [row.event_id]);
       },
     );
     return {
       inserted: results.flatMap((r) => r.inserted),
       duplicates: results.flatMap((r) => r.duplicates),
+      lastSequence: results.reduce<string | null>((last, r) => r.lastSequence ?? last, null),
     };
+  }
+
+  /** A chunk as runs of one source each, in its order: staged in the table, or held in memory. */
+  private runsOf(chunk: StagedRef[], fromMemory: ReadonlyMap<StagedRef, MemoryRow>): LogRun[] {
+    const runs: LogRun[] = [];
+    for (const r of chunk) {
+      const m = fromMemory.get(r);
+      const last = runs.at(-1);
+      if (m) {
+        if (last?.from === 'memory') last.rows.push(m.row);
+        else runs.push({ from: 'memory', rows: [m.row] });
+      } else if (last?.from === 'staging') last.ids.push(r.event_id);
+      else runs.push({ from: 'staging', ids: [r.event_id] });
+    }
+    return runs;
+  }
+
+  /** Commits the events lane's offsets held events kept back (the bridge's consumer; a failure is its to log). */
+  private async commit(points: CommitPoint[]): Promise<void> {
+    if (points.length > 0) await this.o.commitStaged?.(points);
   }
 
   /**
@@ -418,7 +492,7 @@ export class Sequencer {
         [this.o.topicPrefix],
       )
       .then(
-        ({ rows }) => this.o.metrics.stagingDepth.set(Number(rows[0]?.n ?? 0)),
+        ({ rows }) => this.o.metrics.stagingDepth.set(Number(rows[0]?.n ?? 0) + (this.o.memory?.size ?? 0)),
         (err: Error) => this.o.logger.warn('count of core.event_staging failed', { error: err.message }),
       )
       .finally(() => {
@@ -462,7 +536,7 @@ export class Sequencer {
     const mayCut = lastCut !== 'empty';
     let cutLookedAt = lastCut === 'wrote' ? 0 : Date.now();
     for (let first = true; !this.stopping; first = false) {
-      const committed = await this.committedOffsets([...new Set(snapshot.map((s) => s.topic))]);
+      const committed = await this.stagedOffsets(snapshot);
       const now = Date.now();
       let incompleto = false;
       const lagging = snapshot.filter((s) => {
@@ -527,14 +601,16 @@ export class Sequencer {
       : await this.frontiersInStaging(lagging);
     if (frontiers === undefined) return undefined;
     const cut = Math.min(...frontiers) - this.o.orderSkewMs;
+    const held = this.o.memory?.countBefore(cut, this.moveChunk) ?? 0;
+    if (held >= this.moveChunk) return cut;
     const { rows } = await this.o.pool.query<{ below: number }>(
       `SELECT count(*)::int AS below
          FROM (SELECT 1 FROM core.event_staging s
                 WHERE starts_with(s.kafka_topic, $1) AND s.publicado_em < to_timestamp($2::float8 / 1000)
                 LIMIT $3) b`,
-      [this.o.topicPrefix, cut, this.moveChunk],
+      [this.o.topicPrefix, cut, this.moveChunk - held],
     );
-    return (rows[0]?.below ?? 0) >= this.moveChunk ? cut : undefined;
+    return (rows[0]?.below ?? 0) + held >= this.moveChunk ? cut : undefined;
   }
 
   /**
@@ -559,6 +635,24 @@ export class Sequencer {
   }
 
   /**
+   * How far each partition of the snapshot is staged: its committed offset, or further where
+   * this leader holds events in memory staged beyond it (ADR 0029, rule 2), with the frontier.
+   */
+  private async stagedOffsets(snapshot: Snapshot): Promise<Map<string, Committed>> {
+    const committed = await this.committedOffsets([...new Set(snapshot.map((s) => s.topic))]);
+    const memory = this.o.memory;
+    if (memory)
+      for (const s of snapshot) {
+        const m = memory.staged(s.topic, s.partition);
+        if (!m) continue;
+        const k = `${s.topic}\u0000${s.partition}`;
+        const c = committed.get(k);
+        if (!c || m.upTo > c.offset) committed.set(k, { offset: m.upTo, frontier: m.frontier ?? c?.frontier });
+      }
+    return committed;
+  }
+
+  /**
    * The events lane's committed offsets (`-1` when none), per topic and partition, with the
    * staged frontier each carries, if any (ADR 0027).
    */
@@ -577,9 +671,39 @@ export class Sequencer {
 
   /**
    * The staged events below the snapshot (and of partitions it does not know), earliest first;
-   * with a cut, only those published before it.
+   * with a cut, only those published before it: the table's (at most `roundLimit`), then the
+   * ones held in memory (ADR 0029) — all of them when the table's fit, else those before the
+   * table's last, so a round never writes a later event before an earlier one it left for the
+   * next. A held event staged in the table too (a redelivery staged while this instance did not
+   * lead) is settled at once as a duplicate: the table's copy is written.
    */
-  private async readRound(snapshot: Snapshot, cut: number | undefined): Promise<{ refs: StagedRef[]; now: number }> {
+  private async readRound(
+    snapshot: Snapshot,
+    cut: number | undefined,
+    epoch: number,
+  ): Promise<{ refs: StagedRef[]; now: number; fromMemory: Map<StagedRef, MemoryRow> }> {
+    const { refs, now } = await this.readStaging(snapshot, cut);
+    const fromMemory = new Map<StagedRef, MemoryRow>();
+    const memory = this.o.memory;
+    if (!memory || memory.size === 0) return { refs, now, fromMemory };
+    const high = new Map(snapshot.map((s) => [`${s.topic}\u0000${s.partition}`, s.high]));
+    const inTable = new Set(refs.map((r) => r.event_id));
+    const last = refs.length >= this.o.roundLimit ? refs.at(-1) : undefined;
+    const twice: MemoryRow[] = [];
+    for (const m of memory.below(high, cut)) {
+      if (inTable.has(m.ref.event_id)) twice.push(m);
+      else if (!last || compareStaged(m.ref, last) < 0) fromMemory.set(m.ref, m);
+    }
+    if (twice.length > 0) {
+      this.o.metrics.duplicates.inc(twice.length);
+      await this.commit(memory.settle(epoch, twice));
+    }
+    refs.push(...fromMemory.keys());
+    return { refs, now: refs.length === fromMemory.size ? Date.now() : now, fromMemory };
+  }
+
+  /** The table's part of `readRound`. */
+  private async readStaging(snapshot: Snapshot, cut: number | undefined): Promise<{ refs: StagedRef[]; now: number }> {
     // one text field per row (tab-separated; every field is a uuid, a number or a topic name,
     // none holds a tab): a round is up to 50,000 rows, and node-pg's cost is per field
     const { rows } = await this.o.pool.query<{ r: string }>(
