@@ -108,8 +108,9 @@ export interface OpcoesBridge {
   stagingVacuumRows?: number;
   /**
    * Most events the sequencer's leader holds in memory instead of `core.event_staging` (ADR
-   * 0029); 0: every event is staged in the table. Default 100,000. A chunk that does not fit
-   * (this or `memoryStagingBytes`) is staged in the table.
+   * 0029); 0 (the default, until its drain is faster than the table's: BENCHMARKS.md): every
+   * event is staged in the table. A chunk that does not fit (this or `memoryStagingBytes`) is
+   * staged in the table.
    */
   memoryStagingRows?: number;
   /** Most bytes of records held in memory by the leader. Default 256 MiB. */
@@ -257,7 +258,7 @@ export class Bridge {
     });
     this.decoder = new EventDecoder(o.registry, o.catalog, o.maxPayloadBytes);
     this.memory = new MemoryStaging({
-      maxRows: o.memoryStagingRows ?? 100_000,
+      maxRows: o.memoryStagingRows ?? 0,
       maxBytes: o.memoryStagingBytes ?? 256 * 1024 * 1024,
     });
     this.sequencer = new Sequencer({

@@ -113,9 +113,9 @@ export const bridgeEnv = {
   BRIDGE_MEMORY_STAGING_ROWS: env.int({
     min: 0,
     max: 1_000_000,
-    default: 100_000,
+    default: 0,
     unit: 'rows',
-    doc: "Most events the sequencer's leader holds in memory instead of core.event_staging, their offsets committed after the log's write (ADR 0029); a chunk that does not fit is staged in the table; 0 stages every event in the table.",
+    doc: "Most events the sequencer's leader holds in memory instead of core.event_staging, their offsets committed after the log's write (ADR 0029); a chunk that does not fit is staged in the table; 0 (the default, until its drain measures faster than the table's: BENCHMARKS.md) stages every event in the table.",
   }),
   BRIDGE_MEMORY_STAGING_MB: env.int({
     min: 1,

@@ -71,7 +71,7 @@ describe('staging in memory (ADR 0029)', () => {
     );
 
   it('a held event is in neither staging table nor committed offset until it is in the log; then its offset is committed', async () => {
-    const { metrics } = await startTestBridge(bus, db, { causalHoldMs: 120_000 });
+    const { metrics } = await startTestBridge(bus, db, { causalHoldMs: 120_000, memoryStagingRows: 100_000 });
     const { cause, effect } = await heldEffect(metrics);
     const topic = bus.topics.evento('demanda.normalizada');
     const staged = await db.pool.query('SELECT 1 FROM core.event_staging WHERE event_id = $1', [effect]);
@@ -89,10 +89,10 @@ describe('staging in memory (ADR 0029)', () => {
   });
 
   it('a bridge stopped with events held loses none: the next one stages them again from Kafka', async () => {
-    const first = await startTestBridge(bus, db, { causalHoldMs: 120_000 });
+    const first = await startTestBridge(bus, db, { causalHoldMs: 120_000, memoryStagingRows: 100_000 });
     const { cause, effect } = await heldEffect(first.metrics);
     await first.stop();
-    await startTestBridge(bus, db, { causalHoldMs: 120_000 });
+    await startTestBridge(bus, db, { causalHoldMs: 120_000, memoryStagingRows: 100_000 });
     await publishCause(cause);
     const { seq, rows } = await logged([cause, effect]);
     expect(seq.get(cause)).toBeLessThan(seq.get(effect) as number);
@@ -100,7 +100,7 @@ describe('staging in memory (ADR 0029)', () => {
   });
 
   it('the lock lost with events held: they are dropped, the events lane starts again from its committed offsets, and nothing is lost', async () => {
-    const { metrics } = await startTestBridge(bus, db, { causalHoldMs: 120_000 });
+    const { metrics } = await startTestBridge(bus, db, { causalHoldMs: 120_000, memoryStagingRows: 100_000 });
     const { cause, effect } = await heldEffect(metrics);
     // the sequencer's session (it last ran LISTEN) is killed: its lock goes with it
     const killed = await db.pool.query(
@@ -135,8 +135,8 @@ describe('staging in memory (ADR 0029)', () => {
   });
 
   it('two instances, one holding in memory and one staging in the table: every event once, in publish order', async () => {
-    await startTestBridge(bus, db);
-    await startTestBridge(bus, db);
+    await startTestBridge(bus, db, { memoryStagingRows: 100_000 });
+    await startTestBridge(bus, db, { memoryStagingRows: 100_000 });
     const sent = [];
     for (let i = 0; i < 10; i++)
       sent.push(
