@@ -1,7 +1,8 @@
 /**
- * The sequencer leader's staging in memory (ADR 0029).
+ * The sequencer leader's staging in memory (ADR 0029), on when `BRIDGE_MEMORY_STAGING_ROWS` > 0
+ * (off by default until its drain measures faster than the table's: BENCHMARKS.md).
  *
- * The bridge instance that holds its namespace's sequencer lock keeps the events it stages for
+ * With it on, the bridge instance that holds its namespace's sequencer lock keeps the events it stages for
  * its own partitions here instead of writing them to `core.event_staging`; the sequencer orders
  * them with the table's rows and writes them to `core.event_log` by one `COPY` per chunk. Their
  * Kafka offsets are committed only after that write, at the lowest offset still held here (or

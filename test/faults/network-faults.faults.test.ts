@@ -74,8 +74,9 @@ describe('network faults between the bridge and PostgreSQL', () => {
     });
     const cov = await logCoverage(db, acked);
     const retries = (await metrics.retries.get()).values.find((v) => v.labels.dependency === 'database')?.value ?? 0;
-    // the leader stages in memory (ADR 0029): its sequencer's rounds are what meet PostgreSQL
-    // first; a failed round drops what it held, and the events lane starts again from its commits
+    // with staging in memory on (ADR 0029; off by default) the leader's staging never meets
+    // PostgreSQL, its sequencer's rounds do: a failed round drops what it held, and the events
+    // lane starts again from its commits
     const failedRounds = (await metrics.sequencerFailures.get()).values[0]?.value ?? 0;
     const drops = (await metrics.memoryDrops.get()).values[0]?.value ?? 0;
     report('8 network faults bridge ↔ PostgreSQL', {
