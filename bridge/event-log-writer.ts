@@ -199,27 +199,40 @@ export interface PreparedChunk {
  * while the chunk before commits), so the lock is held for the `COPY` alone.
  */
 async function prepareCopy(db: pg.Pool | pg.PoolClient, rows: StagedRow[]): Promise<PreparedCopy> {
+  return formatCopy(rows, await loggedAmong(db, rows));
+}
+
+/** The ids of `rows` found in `core.event_ids` (in the log already): one query. */
+async function loggedAmong(db: pg.Pool | pg.PoolClient, rows: StagedRow[]): Promise<ReadonlySet<string>> {
+  if (rows.length === 0) return new Set();
   const { rows: found } = await db.query<{ event_id: string }>(
     'SELECT event_id::text FROM core.event_ids WHERE event_id = ANY($1::uuid[])',
     [rows.map((r) => r.event_id)],
   );
-  const logged = new Set(found.map((f) => f.event_id));
+  return new Set(found.map((f) => f.event_id));
+}
+
+/** A run of held events as `COPY` text, those in `logged` left out (returned as duplicates). */
+function formatCopy(rows: StagedRow[], logged: ReadonlySet<string>): PreparedCopy {
   const fresh = logged.size === 0 ? rows : rows.filter((r) => !logged.has(r.event_id));
   return {
     rows: fresh,
-    duplicates: rows.filter((r) => logged.has(r.event_id)).map((r) => r.event_id),
+    duplicates: logged.size === 0 ? [] : rows.filter((r) => logged.has(r.event_id)).map((r) => r.event_id),
     text: copyLines(fresh.map((r) => stagingValues(r).slice(0, LOG_COLUMNS.length))),
   };
 }
 
-/** Makes a chunk ready to write: each run of held events probed and formatted (`prepareCopy`). */
+/**
+ * Makes a chunk ready to write: its held events probed by one query (however many runs they
+ * make: a chunk interleaving the sources event by event has thousands) and each run formatted.
+ */
 export async function prepareLogChunk(pool: pg.Pool, runs: LogRun[]): Promise<PreparedChunk> {
+  const logged = await loggedAmong(
+    pool,
+    runs.flatMap((r) => (r.from === 'memory' ? r.rows : [])),
+  );
   return {
-    runs: await Promise.all(
-      runs.map(async (r) =>
-        r.from === 'staging' ? r : { from: 'memory' as const, ...(await prepareCopy(pool, r.rows)) },
-      ),
-    ),
+    runs: runs.map((r) => (r.from === 'staging' ? r : { from: 'memory' as const, ...formatCopy(r.rows, logged) })),
   };
 }
 
@@ -265,6 +278,11 @@ async function writeChunk(
     return { inserted, duplicates: runs.flatMap((r) => ('duplicates' in r ? r.duplicates : [])), lastSequence: null };
   return withTransaction(pool, async (client) => {
     await client.query('SELECT pg_advisory_xact_lock($1)', [EVENT_LOG_LOCK_KEY.toString()]);
+    if (runs.some((r) => r.from === 'staging') && runs.some((r) => r.from === 'memory')) {
+      const r = await moveInterleaved(client, runs);
+      if (commitJitterMs > 0) await client.query('SELECT pg_sleep($1)', [(Math.random() * commitJitterMs) / 1000]);
+      return r;
+    }
     let lastSequence: string | null = null;
     for (const run of runs) {
       if (run.from === 'staging') {
@@ -290,37 +308,91 @@ async function writeChunk(
   });
 }
 
+/** The log's columns, as the statements moving rows into it list them. */
+const LOG_LIST = LOG_COLUMNS.join(', ');
+
 /**
- * Moves staged events into `core.event_log` (inside the caller's transaction, under the log's
- * lock), taking sequence numbers in the given order. An event_id already in the log is dropped
- * from staging without a sequence number (a redelivery staged again).
+ * Writes a chunk whose staged and held events interleave (the leader's memory overflowed into
+ * the table, ADR 0029) in one statement, not one per run: runs alternating event by event would
+ * cost a statement each (measured: 147–220 µs per event, against 57–68 for a chunk of one
+ * source). The held events not in the log yet are copied into a temporary table of the session
+ * (emptied at commit), then moved with the staged ones in the chunk's order. Inside the caller's
+ * transaction, under the log's lock, so the check against `core.event_ids` is exact; an event
+ * both staged and held is written once, from staging (as `readRound` settles it).
  */
-async function moveStaged(client: pg.PoolClient, orderedIds: string[]): Promise<WriteResult> {
-  if (orderedIds.length === 0) return { inserted: [], duplicates: [], lastSequence: null };
-  // unnest keeps the chunk in one statement whatever its size; ORDER BY ord makes the
-  // sequence numbers follow the sequencer's order
-  const res = await client.query<{ event_id: string; sequence_number: string | null; tipo: string }>(
-    `WITH ids AS (SELECT id, ord FROM unnest($1::uuid[]) WITH ORDINALITY AS u(id, ord)),
-          moved AS (DELETE FROM core.event_staging s USING ids WHERE s.event_id = ids.id
-                    RETURNING s.event_id, s.tipo, s.versao_schema, s.timestamp, s.origem, s.correlacao_id,
-                              s.causation_id, s.tenant_id, s.payload, s.kafka_topic, s.kafka_partition, s.kafka_offset, ids.ord),
-          ins AS (INSERT INTO core.event_log (event_id, tipo, versao_schema, timestamp, origem, correlacao_id, causation_id,
-                                              tenant_id, payload, kafka_topic, kafka_partition, kafka_offset)
-                  SELECT event_id, tipo, versao_schema, timestamp, origem, correlacao_id, causation_id, tenant_id, payload,
-                         kafka_topic, kafka_partition, kafka_offset
-                    FROM moved m
-                   WHERE NOT EXISTS (SELECT 1 FROM core.event_ids l WHERE l.event_id = m.event_id)
-                   ORDER BY ord
-                  RETURNING event_id, sequence_number)
-     SELECT m.event_id::text, i.sequence_number::text, m.tipo
-       FROM moved m LEFT JOIN ins i ON i.event_id = m.event_id
-      ORDER BY m.ord`,
-    [orderedIds],
-  );
-  const inserted: WriteResult['inserted'] = [];
+async function moveInterleaved(
+  client: pg.PoolClient,
+  runs: Array<LogRun | PreparedChunk['runs'][number]>,
+): Promise<WriteResult> {
+  const order: string[] = [];
   const duplicates: string[] = [];
+  const held: Buffer[] = [];
+  for (const run of runs) {
+    if (run.from === 'staging') {
+      for (const id of run.ids) order.push(id);
+      continue;
+    }
+    // not prepared: probed here, under the lock (the retry after a unique violation)
+    const copy = 'text' in run ? run : await prepareCopy(client, run.rows);
+    for (const id of copy.duplicates) duplicates.push(id);
+    for (const r of copy.rows) order.push(r.event_id);
+    held.push(copy.text);
+  }
+  await client.query(
+    `CREATE TEMP TABLE IF NOT EXISTS feromonios_held ON COMMIT DELETE ROWS AS
+       SELECT ${LOG_LIST} FROM core.event_log WITH NO DATA`,
+  );
+  await copyRows(client, 'pg_temp.feromonios_held', LOG_COLUMNS, Buffer.concat(held));
+  const res = await client.query<MovedRow>(moveStatement(true), [order]);
+  return written(res.rows, duplicates);
+}
+
+/** A row a move returns: an event of the chunk, with its sequence number if it was written. */
+interface MovedRow {
+  event_id: string;
+  sequence_number: string | null;
+  tipo: string;
+}
+
+/**
+ * The statement that moves a chunk into the log, its ids in order as `$1`: the staged ones out of
+ * `core.event_staging` and, with `held`, those copied into `pg_temp.feromonios_held`. Sequence
+ * numbers follow the chunk's order (ORDER BY ord below the insert); an event in the log
+ * already (`core.event_ids`) is dropped without one. Returns every event of the chunk in order.
+ */
+function moveStatement(held: boolean): string {
+  const cols = (alias: string) => LOG_COLUMNS.map((c) => `${alias}.${c}`).join(', ');
+  const chunk = held
+    ? `held AS (SELECT ${cols('h')}, ids.ord
+                  FROM pg_temp.feromonios_held h JOIN ids ON ids.id = h.event_id
+                 -- the statement's snapshot still sees the rows "moved" deletes: an index probe
+                 -- each, where an anti-join with "moved" (estimated at a few rows) ran as a nested loop
+                 WHERE NOT EXISTS (SELECT 1 FROM core.event_staging s WHERE s.event_id = h.event_id)),
+       chunk AS (SELECT * FROM moved UNION ALL SELECT * FROM held)`
+    : 'chunk AS (SELECT * FROM moved)';
+  // unnest keeps the chunk in one statement whatever its size
+  return `WITH ids AS (SELECT id, ord FROM unnest($1::uuid[]) WITH ORDINALITY AS u(id, ord)),
+       moved AS (DELETE FROM core.event_staging s USING ids WHERE s.event_id = ids.id
+                 RETURNING ${cols('s')}, ids.ord),
+       ${chunk},
+       ins AS (INSERT INTO core.event_log (${LOG_LIST})
+               SELECT ${LOG_LIST} FROM chunk c
+                WHERE NOT EXISTS (SELECT 1 FROM core.event_ids l WHERE l.event_id = c.event_id)
+                ORDER BY ord
+               RETURNING event_id, sequence_number)
+  SELECT c.event_id::text, i.sequence_number::text, c.tipo
+    FROM chunk c LEFT JOIN ins i ON i.event_id = c.event_id
+   ORDER BY c.ord`;
+}
+
+/**
+ * A move's result from its rows in the chunk's order: those given a sequence number written,
+ * the others (in the log already) added to `duplicates`.
+ */
+function written(rows: MovedRow[], duplicates: string[]): WriteResult {
+  const inserted: WriteResult['inserted'] = [];
   let lastSequence: string | null = null;
-  for (const r of res.rows) {
+  for (const r of rows) {
     if (r.sequence_number === null) duplicates.push(r.event_id);
     else {
       inserted.push({ event_id: r.event_id, tipo: r.tipo });
@@ -328,4 +400,15 @@ async function moveStaged(client: pg.PoolClient, orderedIds: string[]): Promise<
     }
   }
   return { inserted, duplicates, lastSequence };
+}
+
+/**
+ * Moves staged events into `core.event_log` (inside the caller's transaction, under the log's
+ * lock), taking sequence numbers in the given order. An event_id already in the log is dropped
+ * from staging without a sequence number (a redelivery staged again).
+ */
+async function moveStaged(client: pg.PoolClient, orderedIds: string[]): Promise<WriteResult> {
+  if (orderedIds.length === 0) return { inserted: [], duplicates: [], lastSequence: null };
+  const res = await client.query<MovedRow>(moveStatement(false), [orderedIds]);
+  return written(res.rows, []);
 }
