@@ -18,7 +18,7 @@
  * did not fit here): its commit then stops at the lowest offset still held here, never past it.
  */
 
-import type { StagedRef } from './causal-order';
+import { compareStaged, type StagedRef } from './causal-order';
 import type { StagedRow } from './event-log-writer';
 import { frontierMetadata } from './staging-frontier';
 
@@ -278,6 +278,33 @@ export class MemoryStaging {
     }
     return p;
   }
+}
+
+/**
+ * Adds a round's held events (`held`, from `below`) to the events it read from the table
+ * (`table`, earliest first, at most `roundLimit`), in place: all of them when the table's fit,
+ * else those before the table's last, so a round never writes a later event before an earlier
+ * one it left for the next. A held event the table has too (a redelivery staged while this
+ * instance did not lead) is not added but returned in `twice`: the table's copy is written, and
+ * the caller settles the held one as a duplicate. Returns the held events added, by their refs.
+ * Any number of them: a backlog's worth is added one by one (a spread into `push` overflows the
+ * stack at ~120,000 arguments, which failed every round of a deep backlog).
+ */
+export function mergeHeld(
+  table: StagedRef[],
+  held: readonly MemoryRow[],
+  roundLimit: number,
+): { fromMemory: Map<StagedRef, MemoryRow>; twice: MemoryRow[] } {
+  const inTable = new Set(table.map((r) => r.event_id));
+  const last = table.length >= roundLimit ? table.at(-1) : undefined;
+  const fromMemory = new Map<StagedRef, MemoryRow>();
+  const twice: MemoryRow[] = [];
+  for (const m of held) {
+    if (inTable.has(m.ref.event_id)) twice.push(m);
+    else if (!last || compareStaged(m.ref, last) < 0) fromMemory.set(m.ref, m);
+  }
+  for (const r of fromMemory.keys()) table.push(r);
+  return { fromMemory, twice };
 }
 
 function point(topic: string, partition: number, offset: bigint, frontier: number | undefined): CommitPoint {

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
 import type { StagedRow } from './event-log-writer';
-import { MemoryStaging, type CommitPoint, type MemoryRow } from './memory-staging';
+import { mergeHeld, MemoryStaging, type CommitPoint, type MemoryRow } from './memory-staging';
 import { frontierOf } from './staging-frontier';
 
 const T = 'ns.evento.demanda.recebida';
@@ -206,5 +206,31 @@ describe('MemoryStaging (ADR 0029)', () => {
         expect(m.close()).toBe(false);
       }),
     );
+  });
+
+  describe("mergeHeld (a round: the table's events, then the held ones)", () => {
+    it('adds a backlog of 200,000 held events to a round (a spread into push overflowed the stack and failed every round)', () => {
+      const m = open(300_000);
+      const rows = Array.from({ length: 200_000 }, (_, i) => held(0, i, 1_000 + i));
+      m.add(m.epoch, T, 0, rows, 200_000n, 200_999);
+      const table = [held(1, 0, 500).ref];
+      const { fromMemory, twice } = mergeHeld(table, m.below(new Map(), undefined), 50_000);
+      expect(fromMemory.size).toBe(200_000);
+      expect(table).toHaveLength(200_001);
+      expect(twice).toEqual([]);
+    });
+
+    it("takes only the held events before the table's last when the table filled the round, and returns those the table has too", () => {
+      const m = open();
+      const both = randomUUID();
+      m.add(m.epoch, T, 0, [held(0, 0, 10), held(0, 1, 25, { id: both }), held(0, 2, 40)], 3n, 40);
+      const table = [held(1, 0, 20).ref, held(1, 1, 25, { id: both }).ref, held(1, 2, 30).ref];
+      const full = mergeHeld([...table], m.below(new Map(), undefined), 3);
+      expect([...full.fromMemory.values()].map((r) => r.ref.kafka_offset)).toEqual(['0']);
+      expect(full.twice.map((r) => r.ref.event_id)).toEqual([both]);
+      // the table's rows fit in the round: every held one comes (but the one it has too)
+      const room = mergeHeld([...table], m.below(new Map(), undefined), 4);
+      expect([...room.fromMemory.values()].map((r) => r.ref.kafka_offset)).toEqual(['0', '2']);
+    });
   });
 });

@@ -2,7 +2,7 @@ import type { Admin } from 'kafkajs';
 import type pg from 'pg';
 import type { Logger } from '../sdk';
 import { backoffDelay, setNewest, sleep } from '../sdk/service';
-import { compareStaged, orderRound, type StagedRef } from './causal-order';
+import { orderRound, type StagedRef } from './causal-order';
 import {
   prepareLogChunk,
   STAGING_CHANNEL,
@@ -11,7 +11,7 @@ import {
   type PreparedChunk,
   type WriteResult,
 } from './event-log-writer';
-import type { CommitPoint, MemoryRow, MemoryStaging } from './memory-staging';
+import { mergeHeld, type CommitPoint, type MemoryRow, type MemoryStaging } from './memory-staging';
 import { writeIsolatingRefused } from './refused-rows';
 import { frontierOf } from './staging-frontier';
 import type { BridgeMetrics } from './metrics';
@@ -683,22 +683,14 @@ export class Sequencer {
     epoch: number,
   ): Promise<{ refs: StagedRef[]; now: number; fromMemory: Map<StagedRef, MemoryRow> }> {
     const { refs, now } = await this.readStaging(snapshot, cut);
-    const fromMemory = new Map<StagedRef, MemoryRow>();
     const memory = this.o.memory;
-    if (!memory || memory.size === 0) return { refs, now, fromMemory };
+    if (!memory || memory.size === 0) return { refs, now, fromMemory: new Map() };
     const high = new Map(snapshot.map((s) => [`${s.topic}\u0000${s.partition}`, s.high]));
-    const inTable = new Set(refs.map((r) => r.event_id));
-    const last = refs.length >= this.o.roundLimit ? refs.at(-1) : undefined;
-    const twice: MemoryRow[] = [];
-    for (const m of memory.below(high, cut)) {
-      if (inTable.has(m.ref.event_id)) twice.push(m);
-      else if (!last || compareStaged(m.ref, last) < 0) fromMemory.set(m.ref, m);
-    }
+    const { fromMemory, twice } = mergeHeld(refs, memory.below(high, cut), this.o.roundLimit);
     if (twice.length > 0) {
       this.o.metrics.duplicates.inc(twice.length);
       await this.commit(memory.settle(epoch, twice));
     }
-    refs.push(...fromMemory.keys());
     return { refs, now: refs.length === fromMemory.size ? Date.now() : now, fromMemory };
   }
 
