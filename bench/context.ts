@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { Bridge } from '../bridge/bridge';
 import { BridgeMetrics } from '../bridge/metrics';
+import { DEFAULT_MEMORY_STAGING_ROWS } from '../bridge/memory-staging';
 import { up } from '../infra/services';
 import { migrateLatest } from '../migrations';
 import { EventBus, silentLogger, type OpcoesEventBusEntrada } from '../sdk';
@@ -13,6 +14,8 @@ export const BENCH_REDACTION_KEY = 'bench-only-redaction-key-0123456789abcdef';
 
 export interface BenchContext {
   quick: boolean;
+  /** `BRIDGE_MEMORY_STAGING_ROWS` of the bridges (`BENCH_MEMORY_STAGING_ROWS`; the bridge's default unless set). */
+  memoryStagingRows: number;
   brokers: string[];
   registryUrl: string;
   serverUrl: string;
@@ -41,8 +44,10 @@ export async function createContext(quick: boolean): Promise<BenchContext> {
   const runId = randomBytes(3).toString('hex');
   const cleanups: Array<() => Promise<void>> = [];
   let dbCount = 0;
+  const memoryStagingRows = Number(process.env.BENCH_MEMORY_STAGING_ROWS ?? DEFAULT_MEMORY_STAGING_ROWS);
   const ctx: BenchContext = {
     quick,
+    memoryStagingRows,
     brokers,
     registryUrl: endpoints.SCHEMA_REGISTRY_URL,
     serverUrl: endpoints.DATABASE_URL,
@@ -90,6 +95,7 @@ export async function createContext(quick: boolean): Promise<BenchContext> {
         topicSettings: bus.options.topics,
         redaction: { key: BENCH_REDACTION_KEY, coordinateDecimals: 2 },
         batchSize: Number(process.env.BENCH_BRIDGE_BATCH ?? 500),
+        memoryStagingRows,
         flushIntervalMs: 50,
         topicRefreshMs: 1000,
         maxPayloadBytes: 1024 * 1024,

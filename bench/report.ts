@@ -238,7 +238,7 @@ export function renderReport(r: Results): { table: string; markdown: string } {
       '',
     );
     md.push(
-      `Phases of the median pair's drain: every event staged after ${fmt(r.sink.stagedSeconds, 1)} s (${fmt(r.sink.events / r.sink.stagedSeconds, 0)} events/s; ${fmt(r.sink.loggedWhenStaged, 0)} of them in the log by then), all in the log after ${fmt(r.sink.bridgeSeconds, 1)} s; the sequencer's moves took ${fmt(r.sink.moveSeconds, 1)} s in all (${fmt((r.sink.moveSeconds * 1e6) / r.sink.events, 0)} µs per event), its upkeep of staging ${fmt(r.sink.upkeepSeconds, 2)} s — the sequencer moves the backlog's head while its tail is staged (cuts by publish time, ADR 0021), so what follows the end of staging is the tail's move.`,
+      `Phases of the median pair's drain: every event staged after ${fmt(r.sink.stagedSeconds, 1)} s (${fmt(r.sink.events / r.sink.stagedSeconds, 0)} events/s; ${fmt(r.sink.loggedWhenStaged, 0)} of them in the log by then), all in the log after ${fmt(r.sink.bridgeSeconds, 1)} s; the sequencer's moves took ${fmt(r.sink.moveSeconds, 1)} s in all (${fmt((r.sink.moveSeconds * 1e6) / r.sink.events, 0)} µs per event), its upkeep of staging ${fmt(r.sink.upkeepSeconds, 2)} s — the sequencer moves the backlog's head while its tail is staged (cuts by publish time, ADR 0021), so what follows the end of staging is the tail's move. The leader staged in memory up to ${fmt(r.sink.memoryStagingRows, 0)} events (\`BRIDGE_MEMORY_STAGING_ROWS\`; 0: the table alone, ADR 0029); the bridge consumed ${fmt(r.sink.consumed, 0)} records for the ${fmt(r.sink.events, 0)} events (more: batches consumed again) and dropped its memory ${fmt(r.sink.memoryDrops, 0)} times.`,
       '',
     );
     md.push(

@@ -21,6 +21,12 @@ export interface SinkRow {
   moveSeconds: number;
   /** Seconds of the sequencer's upkeep of staging (`VACUUM (ANALYZE)`, beside its rounds). */
   upkeepSeconds: number;
+  /** Records the bridge consumed for the events (more than `events`: batches consumed again). */
+  consumed: number;
+  /** Times the leader dropped the events it held in memory (its lock lost; ADR 0029). */
+  memoryDrops: number;
+  /** `BRIDGE_MEMORY_STAGING_ROWS` the drains ran with (0: the table alone). */
+  memoryStagingRows: number;
   /** Rows per second of the reference's median load (the ratio's denominator). */
   copyPerSec: number;
   /** Each drain beside the load that followed it, in the order they ran; the median pair gives the figures above. */
@@ -35,7 +41,7 @@ export interface SinkRow {
 }
 
 /** Drains of the bridge, each followed by a load of the COPY reference; the median pair's ratio is the result. */
-const PAIRS = 3;
+const PAIRS = Number(process.env.BENCH_SINK_PAIRS ?? 3);
 
 type Cpu = ReturnType<typeof cpuSeconds>;
 
@@ -74,6 +80,8 @@ interface Drain {
   loggedWhenStaged: number;
   moveSeconds: number;
   upkeepSeconds: number;
+  consumed: number;
+  memoryDrops: number;
   cpu: Cpu;
 }
 
@@ -118,6 +126,10 @@ async function drain(ctx: BenchContext, bus: EventBus, pool: pg.Pool, n: number,
   }
   const seconds = (now() - t0) / 1000;
   const cpu = per10k(cpu0, cpuSeconds(), n);
+  // records consumed for the n events: more means batches were consumed again (a lane restarted,
+  // the leader's memory dropped), which a rate alone does not show
+  const consumed = await total(metrics.consumed);
+  const memoryDrops = await total(metrics.memoryDrops);
   await bridge.stop();
   return {
     seconds,
@@ -126,6 +138,8 @@ async function drain(ctx: BenchContext, bus: EventBus, pool: pg.Pool, n: number,
     cpu,
     moveSeconds: await observedSeconds(metrics.insertDuration),
     upkeepSeconds: await observedSeconds(metrics.stagingVacuums),
+    consumed,
+    memoryDrops,
   };
 }
 
@@ -236,6 +250,9 @@ export async function benchSink(ctx: BenchContext): Promise<SinkRow> {
     bridgeSeconds: median.drain.seconds,
     moveSeconds: median.drain.moveSeconds,
     upkeepSeconds: median.drain.upkeepSeconds,
+    consumed: median.drain.consumed,
+    memoryDrops: median.drain.memoryDrops,
+    memoryStagingRows: ctx.memoryStagingRows,
     copyPerSec: n / median.load.seconds,
     pairs: pairs.map((p) => ({
       bridgePerSec: n / p.drain.seconds,

@@ -48,7 +48,7 @@ import { recordRetentionGap } from './retention-gap-writer';
 import { colonyGroupLags, publishGroupLags } from './group-lag';
 import { publishTimeOf, stageEvents, type StagedRow } from './event-log-writer';
 import { refusable, writeIsolatingRefused } from './refused-rows';
-import { MemoryStaging, type CommitPoint } from './memory-staging';
+import { DEFAULT_MEMORY_STAGING_ROWS, MemoryStaging, type CommitPoint } from './memory-staging';
 import { Sequencer } from './sequencer';
 import { stagedFrontier } from './staging-frontier';
 import type { StagedRef } from './causal-order';
@@ -108,9 +108,8 @@ export interface OpcoesBridge {
   stagingVacuumRows?: number;
   /**
    * Most events the sequencer's leader holds in memory instead of `core.event_staging` (ADR
-   * 0029); 0 (the default, until its drain is faster than the table's: BENCHMARKS.md): every
-   * event is staged in the table. A chunk that does not fit (this or `memoryStagingBytes`) is
-   * staged in the table.
+   * 0029). Default 250,000; 0: every event is staged in the table. A chunk that does not fit
+   * (this or `memoryStagingBytes`) is staged in the table (BENCHMARKS.md measures the three).
    */
   memoryStagingRows?: number;
   /** Most bytes of records held in memory by the leader. Default 256 MiB. */
@@ -258,7 +257,7 @@ export class Bridge {
     });
     this.decoder = new EventDecoder(o.registry, o.catalog, o.maxPayloadBytes);
     this.memory = new MemoryStaging({
-      maxRows: o.memoryStagingRows ?? 0,
+      maxRows: o.memoryStagingRows ?? DEFAULT_MEMORY_STAGING_ROWS,
       maxBytes: o.memoryStagingBytes ?? 256 * 1024 * 1024,
     });
     this.sequencer = new Sequencer({

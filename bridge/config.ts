@@ -1,5 +1,6 @@
 import pg from 'pg';
 import { connectionEnv, env, readEnv, type EnvValues } from '../sdk/service';
+import { DEFAULT_MEMORY_STAGING_ROWS } from './memory-staging';
 
 /** Every variable the bridge reads, validated once at start (`loadBridgeConfig`). */
 export const bridgeEnv = {
@@ -113,9 +114,9 @@ export const bridgeEnv = {
   BRIDGE_MEMORY_STAGING_ROWS: env.int({
     min: 0,
     max: 1_000_000,
-    default: 0,
+    default: DEFAULT_MEMORY_STAGING_ROWS,
     unit: 'rows',
-    doc: "Most events the sequencer's leader holds in memory instead of core.event_staging, their offsets committed after the log's write (ADR 0029); a chunk that does not fit is staged in the table; 0 (the default, until its drain measures faster than the table's: BENCHMARKS.md) stages every event in the table.",
+    doc: "Most events the sequencer's leader holds in memory instead of core.event_staging, their offsets committed after the log's write (ADR 0029); a chunk that does not fit is staged in the table; 0 stages every event in the table (BENCHMARKS.md measures both).",
   }),
   BRIDGE_MEMORY_STAGING_MB: env.int({
     min: 1,

@@ -34,6 +34,8 @@ describe('hostile records from non-SDK producers (issue #12)', () => {
   let bus: EventBus;
   let bridge: Bridge;
   let metrics: BridgeMetrics;
+  let stopBridge: () => Promise<void>;
+  const bridgeOptions = { stallAfterMs: 5_000, dlqEventWaitMs: 60_000 };
   let schemaId: number;
   let legadaId: number;
   const { producer } = testKafka();
@@ -49,10 +51,7 @@ describe('hostile records from non-SDK producers (issue #12)', () => {
       origem: 'D-3',
       payload: { ...SAMPLE_PAYLOADS['demanda.categorizada'] },
     });
-    ({ bridge, metrics } = await startTestBridge(bus, db, {
-      stallAfterMs: 5_000,
-      dlqEventWaitMs: 60_000,
-    }));
+    ({ bridge, metrics, stop: stopBridge } = await startTestBridge(bus, db, bridgeOptions));
     await waitFor(() => bridge.ready(), { message: 'bridge ready' });
   });
 
@@ -462,7 +461,16 @@ describe('hostile records from non-SDK producers (issue #12)', () => {
   });
 
   it('a lane whose consumer crashes is restarted, counted, and /ready says so meanwhile', async () => {
-    // staging fails with a non-retriable error (undefined table): the lane's batch throws
+    // staging fails with a non-retriable error (undefined table): the lane's batch throws. The
+    // leader holds what it stages in memory (ADR 0029), which would not touch the table: this
+    // bridge stages every event in it
+    await stopBridge();
+    ({
+      bridge,
+      metrics,
+      stop: stopBridge,
+    } = await startTestBridge(bus, db, { ...bridgeOptions, memoryStagingRows: 0 }));
+    await waitFor(() => bridge.ready(), { message: 'the table-staging bridge ready' });
     await db.pool.query('ALTER TABLE core.event_staging RENAME TO event_staging_fora');
     let renamedBack = false;
     registerCleanup(async () => {

@@ -1,6 +1,6 @@
 /**
- * The sequencer leader's staging in memory (ADR 0029), on when `BRIDGE_MEMORY_STAGING_ROWS` > 0
- * (off by default until its drain measures faster than the table's: BENCHMARKS.md).
+ * The sequencer leader's staging in memory (ADR 0029), on by default (`BRIDGE_MEMORY_STAGING_ROWS`,
+ * 250,000; 0 turns it off).
  *
  * With it on, the bridge instance that holds its namespace's sequencer lock keeps the events it stages for
  * its own partitions here instead of writing them to `core.event_staging`; the sequencer orders
@@ -21,6 +21,9 @@
 import { compareStaged, type StagedRef } from './causal-order';
 import type { StagedRow } from './event-log-writer';
 import { frontierMetadata } from './staging-frontier';
+
+/** `BRIDGE_MEMORY_STAGING_ROWS`'s default: a 200,000-event backlog fits (BENCHMARKS.md, ADR 0029). */
+export const DEFAULT_MEMORY_STAGING_ROWS = 250_000;
 
 /** An event held in memory: what the sequencer orders by, the row it writes, its size. */
 export interface MemoryRow {
