@@ -767,7 +767,8 @@ export class Bridge {
       const upTo = BigInt(lastOffset) + 1n;
       // the sequencer's leader holds the chunk in memory when it fits (ADR 0029): its offsets are
       // committed after the sequencer writes it to the log
-      const bytes = good.reduce((n, g) => n + (g.message.value?.length ?? 0) + HELD_ROW_OVERHEAD, 0);
+      const sizes = good.map((g) => (g.message.value?.length ?? 0) + HELD_ROW_OVERHEAD);
+      const bytes = sizes.reduce((n, b) => n + b, 0);
       // (a chunk with nothing to stage takes the table's path: it commits at once, nothing held back)
       if (good.length > 0 && this.memory.accepting(epoch) && this.memory.hasRoom(good.length, bytes)) {
         const chunkFrontier = stagedFrontier(good, []);
@@ -775,11 +776,7 @@ export class Bridge {
           epoch,
           topic,
           partition,
-          good.map((g) => ({
-            ref: heldRef(g.row),
-            row: g.row,
-            bytes: (g.message.value?.length ?? 0) + HELD_ROW_OVERHEAD,
-          })),
+          good.map((g, i) => ({ ref: heldRef(g.row), row: g.row, bytes: sizes[i] as number })),
           upTo,
           chunkFrontier,
           frontier,

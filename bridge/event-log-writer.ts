@@ -193,15 +193,6 @@ export interface PreparedChunk {
   runs: Array<{ from: 'staging'; ids: string[] } | ({ from: 'memory' } & PreparedCopy)>;
 }
 
-/**
- * Probes a run of held events against `core.event_ids` (which are in the log already) and
- * formats the others as `COPY` text: work done before the log's lock (and, by the sequencer,
- * while the chunk before commits), so the lock is held for the `COPY` alone.
- */
-async function prepareCopy(db: pg.Pool | pg.PoolClient, rows: StagedRow[]): Promise<PreparedCopy> {
-  return formatCopy(rows, await loggedAmong(db, rows));
-}
-
 /** The ids of `rows` found in `core.event_ids` (in the log already): one query. */
 async function loggedAmong(db: pg.Pool | pg.PoolClient, rows: StagedRow[]): Promise<ReadonlySet<string>> {
   if (rows.length === 0) return new Set();
@@ -222,18 +213,29 @@ function formatCopy(rows: StagedRow[], logged: ReadonlySet<string>): PreparedCop
   };
 }
 
+/** A run of a chunk ready to write: staged ids, or held events probed and formatted. */
+type PreparedRun = PreparedChunk['runs'][number];
+
 /**
- * Makes a chunk ready to write: its held events probed by one query (however many runs they
- * make: a chunk interleaving the sources event by event has thousands) and each run formatted.
+ * Makes a chunk ready to write: its held events probed against `core.event_ids` (which are in
+ * the log already) by one query, however many runs they make (a chunk interleaving the sources
+ * event by event has thousands), and the others formatted as `COPY` text. The sequencer does
+ * this before the log's lock, while the chunk before commits, so the lock is held for the write
+ * alone.
  */
-export async function prepareLogChunk(pool: pg.Pool, runs: LogRun[]): Promise<PreparedChunk> {
+export async function prepareLogChunk(db: pg.Pool | pg.PoolClient, runs: LogRun[]): Promise<PreparedChunk> {
+  return { runs: await readyRuns(db, runs) };
+}
+
+/** `runs` with those of held events not prepared yet probed (one query) and formatted. */
+async function readyRuns(db: pg.Pool | pg.PoolClient, runs: Array<LogRun | PreparedRun>): Promise<PreparedRun[]> {
   const logged = await loggedAmong(
-    pool,
-    runs.flatMap((r) => (r.from === 'memory' ? r.rows : [])),
+    db,
+    runs.flatMap((r) => (r.from === 'memory' && !('text' in r) ? r.rows : [])),
   );
-  return {
-    runs: runs.map((r) => (r.from === 'staging' ? r : { from: 'memory' as const, ...formatCopy(r.rows, logged) })),
-  };
+  return runs.map((r) =>
+    r.from === 'staging' || 'text' in r ? r : { from: 'memory' as const, ...formatCopy(r.rows, logged) },
+  );
 }
 
 /**
@@ -269,43 +271,51 @@ export async function writeEventLog(
 
 async function writeChunk(
   pool: pg.Pool,
-  runs: Array<LogRun | PreparedChunk['runs'][number]>,
+  given: Array<LogRun | PreparedRun>,
   commitJitterMs: number,
 ): Promise<WriteResult> {
-  const inserted: WriteResult['inserted'] = [];
-  const duplicates: string[] = [];
-  if (runs.every((r) => (r.from === 'staging' ? r.ids.length === 0 : r.rows.length === 0)))
-    return { inserted, duplicates: runs.flatMap((r) => ('duplicates' in r ? r.duplicates : [])), lastSequence: null };
+  if (given.every((r) => (r.from === 'staging' ? r.ids.length === 0 : r.rows.length === 0)))
+    return {
+      inserted: [],
+      duplicates: given.flatMap((r) => ('duplicates' in r ? r.duplicates : [])),
+      lastSequence: null,
+    };
   return withTransaction(pool, async (client) => {
     await client.query('SELECT pg_advisory_xact_lock($1)', [EVENT_LOG_LOCK_KEY.toString()]);
-    if (runs.some((r) => r.from === 'staging') && runs.some((r) => r.from === 'memory')) {
-      const r = await moveInterleaved(client, runs);
-      if (commitJitterMs > 0) await client.query('SELECT pg_sleep($1)', [(Math.random() * commitJitterMs) / 1000]);
-      return r;
-    }
-    let lastSequence: string | null = null;
-    for (const run of runs) {
-      if (run.from === 'staging') {
-        const r = await moveStaged(client, run.ids);
-        inserted.push(...r.inserted);
-        duplicates.push(...r.duplicates);
-        lastSequence = r.lastSequence ?? lastSequence;
-        continue;
-      }
-      // not prepared: probed here, under the lock (the retry after a unique violation)
-      const copy = 'text' in run ? run : await prepareCopy(client, run.rows);
-      duplicates.push(...copy.duplicates);
-      if (copy.rows.length === 0) continue;
-      await copyRows(client, 'core.event_log', LOG_COLUMNS, copy.text);
-      for (const r of copy.rows) inserted.push({ event_id: r.event_id, tipo: r.tipo });
-      const { rows } = await client.query<{ s: string }>(
-        "SELECT currval('core.event_log_sequence_number_seq')::text AS s",
-      );
-      lastSequence = rows[0]?.s ?? lastSequence;
-    }
+    // runs not prepared are probed here, under the lock (the retry after a unique violation)
+    const runs = await readyRuns(client, given);
+    const result =
+      runs.some((r) => r.from === 'staging') && runs.some((r) => r.from === 'memory')
+        ? await moveInterleaved(client, runs)
+        : await moveRuns(client, runs);
     if (commitJitterMs > 0) await client.query('SELECT pg_sleep($1)', [(Math.random() * commitJitterMs) / 1000]);
-    return { inserted, duplicates, lastSequence };
+    return result;
   });
+}
+
+/** Writes a chunk run after run (each of one source), under the caller's lock. */
+async function moveRuns(client: pg.PoolClient, runs: PreparedRun[]): Promise<WriteResult> {
+  const inserted: WriteResult['inserted'] = [];
+  const duplicates: string[] = [];
+  let lastSequence: string | null = null;
+  for (const run of runs) {
+    if (run.from === 'staging') {
+      const r = await moveStaged(client, run.ids);
+      inserted.push(...r.inserted);
+      duplicates.push(...r.duplicates);
+      lastSequence = r.lastSequence ?? lastSequence;
+      continue;
+    }
+    duplicates.push(...run.duplicates);
+    if (run.rows.length === 0) continue;
+    await copyRows(client, 'core.event_log', LOG_COLUMNS, run.text);
+    for (const r of run.rows) inserted.push({ event_id: r.event_id, tipo: r.tipo });
+    const { rows } = await client.query<{ s: string }>(
+      "SELECT currval('core.event_log_sequence_number_seq')::text AS s",
+    );
+    lastSequence = rows[0]?.s ?? lastSequence;
+  }
+  return { inserted, duplicates, lastSequence };
 }
 
 /** The log's columns, as the statements moving rows into it list them. */
@@ -320,10 +330,7 @@ const LOG_LIST = LOG_COLUMNS.join(', ');
  * transaction, under the log's lock, so the check against `core.event_ids` is exact; an event
  * both staged and held is written once, from staging (as `readRound` settles it).
  */
-async function moveInterleaved(
-  client: pg.PoolClient,
-  runs: Array<LogRun | PreparedChunk['runs'][number]>,
-): Promise<WriteResult> {
+async function moveInterleaved(client: pg.PoolClient, runs: PreparedRun[]): Promise<WriteResult> {
   const order: string[] = [];
   const duplicates: string[] = [];
   const held: Buffer[] = [];
@@ -332,11 +339,9 @@ async function moveInterleaved(
       for (const id of run.ids) order.push(id);
       continue;
     }
-    // not prepared: probed here, under the lock (the retry after a unique violation)
-    const copy = 'text' in run ? run : await prepareCopy(client, run.rows);
-    for (const id of copy.duplicates) duplicates.push(id);
-    for (const r of copy.rows) order.push(r.event_id);
-    held.push(copy.text);
+    for (const id of run.duplicates) duplicates.push(id);
+    for (const r of run.rows) order.push(r.event_id);
+    held.push(run.text);
   }
   await client.query(
     `CREATE TEMP TABLE IF NOT EXISTS feromonios_held ON COMMIT DELETE ROWS AS

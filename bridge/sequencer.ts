@@ -437,11 +437,7 @@ export class Sequencer {
       async (rows) =>
         writeEventLog(
           this.o.pool,
-          rows === chunk && prepared
-            ? prepared
-            : fromMemory.size === 0
-              ? { runs: [{ from: 'staging', ids: rows.map((r) => r.event_id) }] }
-              : await prepareLogChunk(this.o.pool, this.runsOf(rows, fromMemory)),
+          rows === chunk && prepared ? prepared : await prepareLogChunk(this.o.pool, this.runsOf(rows, fromMemory)),
           this.o.commitJitterMs,
         ),
       async (row, sqlstate) => {
