@@ -100,6 +100,38 @@ describe('the log writer with staged and held events interleaved', () => {
     );
   });
 
+  it.each([
+    ['held events alone (the COPY fails with a unique violation, written again probed under the lock)', false],
+    ['held and staged events interleaved', true],
+  ])(
+    "an event logged after the probe (another leader's last write), %s: dropped as a duplicate, the rest written",
+    async (_what, interleaved) => {
+      const [early, late, staged] = [row(), row(), row()];
+      if (interleaved) await stageEvents(db.pool, [staged]);
+      const chunk = await prepareLogChunk(
+        db.pool,
+        interleaved
+          ? [
+              { from: 'memory', rows: [early] },
+              { from: 'staging', ids: [staged.event_id] },
+              { from: 'memory', rows: [late] },
+            ]
+          : [{ from: 'memory', rows: [early, late] }],
+      );
+      // probed: neither is in the log; now one is
+      await writeEventLog(db.pool, await prepareLogChunk(db.pool, [{ from: 'memory', rows: [early] }]));
+      const result = await writeEventLog(db.pool, chunk);
+      const fresh = interleaved ? [staged.event_id, late.event_id] : [late.event_id];
+      expect(result.inserted.map((i) => i.event_id)).toEqual(fresh);
+      expect(result.duplicates).toEqual([early.event_id]);
+      const { rows } = await db.pool.query<{ n: number }>(
+        'SELECT count(*)::int AS n FROM core.event_log WHERE event_id = ANY($1::uuid[])',
+        [[early.event_id, late.event_id, staged.event_id]],
+      );
+      expect(rows[0]?.n).toBe(fresh.length + 1);
+    },
+  );
+
   it('a held event of an interleaved chunk that PostgreSQL refuses fails the chunk whole: nothing of it is written', async () => {
     const good = row();
     const staged = row();
