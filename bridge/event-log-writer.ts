@@ -280,17 +280,21 @@ async function writeChunk(
       duplicates: given.flatMap((r) => ('duplicates' in r ? r.duplicates : [])),
       lastSequence: null,
     };
-  return withTransaction(pool, async (client) => {
-    await client.query('SELECT pg_advisory_xact_lock($1)', [EVENT_LOG_LOCK_KEY.toString()]);
-    // runs not prepared are probed here, under the lock (the retry after a unique violation)
-    const runs = await readyRuns(client, given);
-    const result =
-      runs.some((r) => r.from === 'staging') && runs.some((r) => r.from === 'memory')
-        ? await moveInterleaved(client, runs)
-        : await moveRuns(client, runs);
-    if (commitJitterMs > 0) await client.query('SELECT pg_sleep($1)', [(Math.random() * commitJitterMs) / 1000]);
-    return result;
-  });
+  return withTransaction(
+    pool,
+    async (client) => {
+      // runs not prepared are probed here, under the lock (the retry after a unique violation)
+      const runs = await readyRuns(client, given);
+      const result =
+        runs.some((r) => r.from === 'staging') && runs.some((r) => r.from === 'memory')
+          ? await moveInterleaved(client, runs)
+          : await moveRuns(client, runs);
+      if (commitJitterMs > 0) await client.query('SELECT pg_sleep($1)', [(Math.random() * commitJitterMs) / 1000]);
+      return result;
+    },
+    // the lock with BEGIN, in one round trip (a constant key, no parameter to bind)
+    () => `SELECT pg_advisory_xact_lock(${EVENT_LOG_LOCK_KEY.toString()})`,
+  );
 }
 
 /** Writes a chunk run after run (each of one source), under the caller's lock. */

@@ -344,6 +344,9 @@ export class Sequencer {
       return p;
     };
     let next = prepare(chunks[0]);
+    // the events lane's offsets are committed behind the writes, in order: the next chunk is
+    // written meanwhile (a commit never fails a round: the bridge logs it, ADR 0029)
+    let committing = Promise.resolve();
     for (const [k, chunk] of chunks.entries()) {
       if (this.stopping && k > 0) break; // what is left stays staged (or in Kafka) for the next leader
       const prepared = await next;
@@ -364,11 +367,16 @@ export class Sequencer {
       const held = chunk.flatMap((r) => fromMemory.get(r) ?? []);
       this.leftStaging += chunk.length - held.length;
       // their offsets no longer wait for them (ADR 0029, rule 1)
-      if (memory && held.length > 0) await this.commit(memory.settle(epoch, held));
+      if (memory && held.length > 0) {
+        const points = memory.settle(epoch, held);
+        committing = committing.then(() => this.commit(points));
+        committing.catch(() => undefined); // awaited after the loop; a round failing first must not leave it unhandled
+      }
       this.o.logger.debug('batch written', { inserted: result.inserted.length, duplicates: result.duplicates.length });
     }
     // a cut whose events were all held (causes or predecessors missing) moved nothing: the next
     // round waits for its barrier instead, so held events never keep rounds short of it
+    await committing;
     this.lastCut = cut === undefined ? 'none' : order.write.length === 0 ? 'empty' : 'wrote';
     this.vacuumStaging();
     this.o.metrics.rounds.observe(Number(process.hrtime.bigint() - started) / 1e9);
