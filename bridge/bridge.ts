@@ -46,7 +46,7 @@ import { recordFailure, recordResolved, type DeadLetterRecord } from './dead-let
 import { dlqDepths, publishDlqDepths } from './dlq-depth';
 import { recordRetentionGap } from './retention-gap-writer';
 import { colonyGroupLags, publishGroupLags } from './group-lag';
-import { publishTimeOf, stageEvents, type StagedRow } from './event-log-writer';
+import { publishMsOf, stageEvents, type StagedRow } from './event-log-writer';
 import { refusable, writeIsolatingRefused } from './refused-rows';
 import { DEFAULT_MEMORY_STAGING_ROWS, MemoryStaging, type CommitPoint } from './memory-staging';
 import { Sequencer } from './sequencer';
@@ -145,11 +145,11 @@ const HELD_ROW_OVERHEAD = 512;
 const DECODE_TURN_RECORDS = 100;
 
 /** What the sequencer orders a held event by (bridge/causal-order.ts); staged now, by this process's clock. */
-function heldRef(row: StagedRow): StagedRef {
+function heldRef(row: StagedRow, publishedMs: number): StagedRef {
   return {
     event_id: row.event_id,
     causation_id: row.causation_id,
-    publicado_em: Date.parse(row.publicado_em),
+    publicado_em: publishedMs,
     ordem_sessao: row.ordem_sessao,
     ordem_contador: row.ordem_contador,
     ordem_firme: row.ordem_firme,
@@ -201,7 +201,8 @@ const JOIN_GRACE_MS = 30_000;
 const ABORTED = Symbol('aborted');
 
 type Poison = { kind: 'poison'; reason: string; detail: string; message: KafkaMessage };
-type Decoded = { kind: 'ok'; row: StagedRow; message: KafkaMessage } | Poison;
+/** A record decoded: its row, and its publish time in milliseconds (the row's `publicado_em`, unparsed). */
+type Decoded = { kind: 'ok'; row: StagedRow; message: KafkaMessage; publishedMs: number } | Poison;
 
 /**
  * The sink connector: mirrors every event topic into `core.event_log`, redacted, with the
@@ -662,7 +663,8 @@ export class Bridge {
         'db.collection.name': table,
         'feromonios.componente': 'bridge',
       },
-      good.map((g) => headerString(g.message.headers, HEADER.traceparent)),
+      good.length,
+      () => good.map((g) => headerString(g.message.headers, HEADER.traceparent)),
     );
   }
 
@@ -779,7 +781,7 @@ export class Bridge {
           epoch,
           topic,
           partition,
-          good.map((g, i) => ({ ref: heldRef(g.row), row: g.row, bytes: sizes[i] as number })),
+          good.map((g, i) => ({ ref: heldRef(g.row, g.publishedMs), row: g.row, bytes: sizes[i] as number })),
           upTo,
           chunkFrontier,
           frontier,
@@ -1028,9 +1030,11 @@ export class Bridge {
         const ev = this.decoder.decodeKnown(message, posicao) ?? (await this.decoder.decode(message, posicao));
         const policy = this.o.catalog.tipo(ev.tipo)?.redacao ?? { campos: {} };
         const order = parseOrder(headerString(message.headers, ORDER_HEADER));
+        const publishedMs = publishMsOf(message.timestamp, receivedAt);
         out.push({
           kind: 'ok',
           message,
+          publishedMs,
           row: {
             event_id: ev.event_id,
             tipo: ev.tipo,
@@ -1044,7 +1048,7 @@ export class Bridge {
             kafka_topic: topic,
             kafka_partition: partition,
             kafka_offset: message.offset,
-            publicado_em: publishTimeOf(message.timestamp, receivedAt),
+            publicado_em: new Date(publishedMs).toISOString(),
             ordem_sessao: order?.sessao ?? null,
             ordem_contador: order?.contador ?? null,
             ordem_firme: order?.firme ?? null,

@@ -38,12 +38,13 @@ export const STAGING_CHANNEL = 'feromonios_event_staging';
 export const MAX_DATE_MS = 8.64e15;
 
 /**
- * The publish time of a Kafka record as the sequencer orders it: the record timestamp when it
- * is a real instant, else (`-1`, garbage from a non-SDK producer, out of range) `receivedAt`.
+ * The publish time of a Kafka record as the sequencer orders it, in milliseconds since the epoch:
+ * the record timestamp when it is a real instant, else (`-1`, garbage from a non-SDK producer,
+ * out of range) `receivedAt`. A staged row's `publicado_em` is its ISO 8601 form.
  */
-export function publishTimeOf(recordTimestamp: string | undefined, receivedAt: number): string {
+export function publishMsOf(recordTimestamp: string | undefined, receivedAt: number): number {
   const ms = recordTimestamp !== undefined && /^\d{1,16}$/.test(recordTimestamp) ? Number(recordTimestamp) : NaN;
-  return new Date(Number.isSafeInteger(ms) && ms <= MAX_DATE_MS ? ms : receivedAt).toISOString();
+  return Number.isSafeInteger(ms) && ms <= MAX_DATE_MS ? ms : receivedAt;
 }
 
 const STAGING_COLUMNS = [

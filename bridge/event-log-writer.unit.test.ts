@@ -1,8 +1,10 @@
 import fc from 'fast-check';
-import { publishTimeOf } from './event-log-writer';
+import { publishMsOf } from './event-log-writer';
 
-describe('publishTimeOf (the record timestamp the sequencer orders by)', () => {
+describe('publishMsOf (the record timestamp the sequencer orders by)', () => {
   const received = Date.parse('2026-12-01T12:00:00Z');
+  /** As a staged row's `publicado_em` holds it. */
+  const publishTimeOf = (ts: string | undefined, at: number) => new Date(publishMsOf(ts, at)).toISOString();
 
   it('keeps a real record timestamp', () => {
     expect(publishTimeOf(String(Date.parse('2026-12-01T11:59:59.123Z')), received)).toBe('2026-12-01T11:59:59.123Z');

@@ -168,7 +168,8 @@ export class MemoryStaging {
           kept.row.ordem_firme = r.ref.ordem_firme ?? null;
         }
       } else {
-        const m: MemoryRow = { ...r, frontierBefore: before, settled: false };
+        // a literal rather than a spread of `r` (a held backlog is 100,000s of these): one shape, no copy loop
+        const m: MemoryRow = { ref: r.ref, row: r.row, bytes: r.bytes, frontierBefore: before, settled: false };
         this.byId.set(r.ref.event_id, m);
         this.heldBytes += r.bytes;
         p.rows.push(m);

@@ -73,18 +73,24 @@ function tracing(): boolean {
 
 /**
  * A consumer span over a batch of records (the bridge's write of a chunk): a root of its own,
- * linked to each record's `traceparent`. Links are parsed only when the span records (a tracer
- * provider is registered): without one this costs nothing per record.
+ * linked to each record's `traceparent` (`traceparents` of its `count` records). They are read
+ * and parsed only when the span records (a tracer provider is registered): without one this
+ * costs nothing per record.
  */
-export function startBatchSpan(topic: string, attributes: Attributes, traceparents: Array<string | undefined>): Span {
+export function startBatchSpan(
+  topic: string,
+  attributes: Attributes,
+  count: number,
+  traceparents: () => Array<string | undefined>,
+): Span {
   const span = messagingSpan(
     'process',
     topic,
-    { 'messaging.batch.message_count': traceparents.length, ...attributes },
+    { 'messaging.batch.message_count': count, ...attributes },
     { root: true },
   );
   if (span.isRecording()) {
-    const links = traceparents.flatMap((t) => {
+    const links = traceparents().flatMap((t) => {
       const sc = t ? parseTraceparent(t) : undefined;
       return sc ? [{ context: sc }] : [];
     });

@@ -1,3 +1,4 @@
+import { createHmac } from 'node:crypto';
 import fc from 'fast-check';
 import { FRAGMENT, scrubText, UNVERIFIABLE } from './error-text';
 import { textProblem } from './storable';
@@ -59,6 +60,22 @@ describe('redaction (allowlist)', () => {
   it('keys the hash: another key gives another hash, so a dictionary of texts cannot reverse it', () => {
     expect(keyedHash('a'.repeat(32), 'texto')).not.toBe(keyedHash('b'.repeat(32), 'texto'));
     expect(keyedHash('a'.repeat(32), 'texto')).toMatch(/^hmac-sha256:[0-9a-f]{64}$/);
+  });
+
+  it("property: the hash is HMAC-SHA256 of the value's JSON under the UTF-8 key, however many keys are in use (rows already in the log keep matching)", () => {
+    // the key is made a KeyObject once per key: the hashes must be those of the key as text
+    fc.assert(
+      fc.property(
+        fc.array(fc.string({ minLength: 1, unit: 'grapheme' }), { minLength: 1, maxLength: 20 }),
+        fc.jsonValue(),
+        (keys, value) => {
+          for (const key of keys)
+            expect(keyedHash(key, value)).toBe(
+              `hmac-sha256:${createHmac('sha256', key).update(JSON.stringify(value)).digest('hex')}`,
+            );
+        },
+      ),
+    );
   });
 });
 
