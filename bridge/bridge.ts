@@ -49,7 +49,7 @@ import { colonyGroupLags, publishGroupLags } from './group-lag';
 import { publishMsOf, stageEvents, type StagedRow } from './event-log-writer';
 import { refusable, writeIsolatingRefused } from './refused-rows';
 import { DEFAULT_MEMORY_STAGING_ROWS, MemoryStaging, type CommitPoint } from './memory-staging';
-import { Sequencer } from './sequencer';
+import { DEFAULT_ORDER_MAX_IDLE_MS, EVENTS_SESSION_TIMEOUT_MS, Sequencer } from './sequencer';
 import { stagedFrontier } from './staging-frontier';
 import type { StagedRef } from './causal-order';
 import type { BridgeMetrics } from './metrics';
@@ -92,7 +92,11 @@ export interface OpcoesBridge {
   restartBackoffMaxMs?: number;
   /** Longest hold of an event whose `causation_id` names an event neither in the log nor staged, in milliseconds (its effects wait for it). Default 30 s. */
   causalHoldMs?: number;
-  /** A partition with unstaged records and no progress this long is not waited for by the sequencer, in milliseconds. Default 30 s. */
+  /**
+   * A partition with unstaged records and no progress this long is not waited for by the
+   * sequencer, in milliseconds. Default 60 s: longer than a crashed consumer's rejoin, which waits
+   * out its old member's 30 s session (`DEFAULT_ORDER_MAX_IDLE_MS`).
+   */
   orderMaxIdleMs?: number;
   /** Longest wait of a producer's event for an earlier counter of its session still in flight when it was sent (above its settled mark), in milliseconds. Default 30 s. */
   orderGapMs?: number;
@@ -271,7 +275,7 @@ export class Bridge {
       pattern: o.topics.eventos,
       topicPrefix: o.topics.prefixoEventos,
       causalHoldMs: o.causalHoldMs ?? 30_000,
-      maxIdleMs: o.orderMaxIdleMs ?? 30_000,
+      maxIdleMs: o.orderMaxIdleMs ?? DEFAULT_ORDER_MAX_IDLE_MS,
       orderGapMs: o.orderGapMs ?? 30_000,
       orderSkewMs: o.orderSkewMs ?? 2_000,
       vacuumEveryRows: o.stagingVacuumRows ?? 20_000,
@@ -484,7 +488,7 @@ export class Bridge {
       // on a timer nobody awaits, and a disconnect while that restart is joining does not stop the
       // join — the consumer would come back unowned after stop() (or a replacement) and fetch for ever
       retry: { restartOnFailure: () => Promise.resolve(false) },
-      sessionTimeout: 30_000,
+      sessionTimeout: EVENTS_SESSION_TIMEOUT_MS,
       heartbeatInterval: 3_000,
       maxWaitTimeInMs: this.o.flushIntervalMs,
       maxBytesPerPartition: 4 * 1024 * 1024,

@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { connectionEnv, env, readEnv, type EnvValues } from '../sdk/service';
 import { DEFAULT_MEMORY_STAGING_ROWS } from './memory-staging';
+import { DEFAULT_ORDER_MAX_IDLE_MS } from './sequencer';
 
 /** Every variable the bridge reads, validated once at start (`loadBridgeConfig`). */
 export const bridgeEnv = {
@@ -100,9 +101,9 @@ export const bridgeEnv = {
   BRIDGE_ORDER_MAX_IDLE_MS: env.int({
     min: 100,
     max: 3_600_000,
-    default: 30_000,
+    default: DEFAULT_ORDER_MAX_IDLE_MS,
     unit: 'milliseconds',
-    doc: 'A partition with unstaged records and no progress this long is not waited for when ordering (docs/ordering.md).',
+    doc: "A partition with unstaged records and no progress this long is not waited for when ordering (docs/ordering.md). Keep it above the events consumer's 30 s session: a crashed consumer rejoins only after its old member's session expires.",
   }),
   BRIDGE_STAGING_VACUUM_ROWS: env.int({
     min: 0,

@@ -74,6 +74,21 @@ export interface OpcoesSequencer {
   metrics: BridgeMetrics;
 }
 
+/**
+ * The events lane's consumer session timeout (bridge.ts): how long the group keeps a member that
+ * died without leaving — a consumer that crashed because its broker went away, say.
+ */
+export const EVENTS_SESSION_TIMEOUT_MS = 30_000;
+
+/**
+ * Default of `maxIdleMs` (`BRIDGE_ORDER_MAX_IDLE_MS`): twice the session timeout. A lane whose
+ * consumer crashed rejoins only once the group has waited out its old member's session (~30 s),
+ * and the partitions it held make no progress meanwhile. With a budget equal to the session (the
+ * default before 2026-12-07) the sequencer gave those partitions up about as often as it waited
+ * for them, and a producer's order broke across them (fault scenario 7, docs/ordering.md).
+ */
+export const DEFAULT_ORDER_MAX_IDLE_MS = 2 * EVENTS_SESSION_TIMEOUT_MS;
+
 /** Session advisory lock (keyed `hashtext(<this>:<topic prefix>)`) held by the one active sequencer of a namespace. */
 export const SEQUENCER_LOCK_NAME = 'feromonios-sequencer';
 
