@@ -31,7 +31,10 @@ export interface OpcoesSequencer {
   topicPrefix: string;
   /** Longest hold of an event whose cause is neither in the log nor staged, in milliseconds (default 30 s); its effects wait for it. */
   causalHoldMs: number;
-  /** A partition with unstaged records and no progress this long is not waited for, in milliseconds. */
+  /**
+   * A partition with unstaged records and no progress this long is not waited for, in
+   * milliseconds. Keep it above the events consumer's session (`DEFAULT_ORDER_MAX_IDLE_MS`).
+   */
   maxIdleMs: number;
   /** Longest wait of an event for an earlier counter of its producer session not staged yet, in milliseconds. */
   orderGapMs: number;
@@ -63,7 +66,12 @@ export interface OpcoesSequencer {
    * every event goes through `core.event_staging` (ADR 0009).
    */
   memory?: MemoryStaging;
-  /** Commits the events lane's offsets that held events no longer keep back (after their write). */
+  /**
+   * Commits the events lane's offsets that held events no longer keep back, after their write:
+   * called in order, behind the next chunk's write, and awaited at the round's end. It should not
+   * reject — a failed commit is the bridge's to log (its events are redelivered and dropped as
+   * duplicates); a rejection would fail the round only once its writes are done.
+   */
   commitStaged?(points: CommitPoint[]): Promise<void>;
   /**
    * Leadership lost while events staged in memory were not committed: the events lane must
