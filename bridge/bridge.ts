@@ -145,6 +145,18 @@ type BatchControl = {
 /** What a record held in memory costs beyond its value's bytes (its row's objects), for the memory bound. */
 const HELD_ROW_OVERHEAD = 512;
 
+/**
+ * What a lane's fetch asks per partition, and in all. The share is a tenth of the whole, so a
+ * backlog's busy partitions (up to ten) each get a full share in every fetch and are staged side
+ * by side, their publish times within one share (~1,300 events of the sink bench) of each other.
+ * The sequencer's cuts follow the furthest-behind partition (ADR 0021): at 4 MB a partition
+ * against kafkajs's 10 MB whole, one partition of three got half a share in each fetch, fell
+ * ~1 s of publish time behind the others, and held ~30,000 staged events out of every cut
+ * (ADR 0029, "Balanced fetches").
+ */
+const FETCH_PARTITION_BYTES = 1024 * 1024;
+const FETCH_RESPONSE_BYTES = 10 * FETCH_PARTITION_BYTES;
+
 /** Records decoded between turns of the event loop (`decodeChunk`): ~5 ms of CPU. */
 const DECODE_TURN_RECORDS = 100;
 
@@ -491,7 +503,8 @@ export class Bridge {
       sessionTimeout: EVENTS_SESSION_TIMEOUT_MS,
       heartbeatInterval: 3_000,
       maxWaitTimeInMs: this.o.flushIntervalMs,
-      maxBytesPerPartition: 4 * 1024 * 1024,
+      maxBytesPerPartition: FETCH_PARTITION_BYTES,
+      maxBytes: FETCH_RESPONSE_BYTES,
     });
     // records retention deleted before the bridge read them: a row of core.lacunas_retencao, a
     // metric and a log line; the lane moves on (kafkajs resumes at the log start)
