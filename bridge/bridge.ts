@@ -1086,9 +1086,9 @@ export class Bridge {
 
   /**
    * Stages the chunk in one transaction; if PostgreSQL refuses it for a row's content (a data
-   * or integrity SQLSTATE — the shared rule should make this rare), the rows are staged one by
-   * one, in order, and the refused ones come back as poison with their SQLSTATE: the partition
-   * moves on instead of retrying the same batch for ever.
+   * or integrity SQLSTATE — the shared rule should make this rare), its halves are staged the
+   * same way, in order, down to single rows, and the refused ones come back as poison with their
+   * SQLSTATE: the partition moves on instead of retrying the same batch for ever.
    */
   private async stageIsolatingRefused(
     good: Array<Extract<Decoded, { kind: 'ok' }>>,

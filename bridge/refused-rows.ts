@@ -34,25 +34,32 @@ export async function refusable<T>(fn: () => Promise<T>): Promise<T | { refused:
 
 /**
  * Writes `items` with one `write` call; if PostgreSQL refuses that for a row's content, writes
- * them one by one, in order, and hands each refused one to `onRefused` with its SQLSTATE, so
- * one bad row never blocks the others. Returns the results of the writes that went through.
- * Any other error (an outage) escapes: the caller retries.
+ * each half the same way, in order, down to single rows, and hands each refused one to
+ * `onRefused` with its SQLSTATE, so one bad row never blocks the others. One bad row among `n`
+ * costs ~2·log₂(n) writes, not `n` (the sequencer writes chunks of up to 20,000 events). Returns
+ * the results of the writes that went through, in the items' order. Any other error (an outage)
+ * escapes: the caller retries.
  */
 export async function writeIsolatingRefused<T, R>(
   items: T[],
   write: (items: T[]) => Promise<R>,
   onRefused: (item: T, sqlstate: string) => Promise<void>,
 ): Promise<R[]> {
-  try {
-    return [await write(items)];
-  } catch (err) {
-    if (!refusalOf(err)) throw err;
-  }
   const results: R[] = [];
-  for (const item of items) {
-    const r = await refusable(() => write([item]));
-    if (typeof r === 'object' && r !== null && 'refused' in r) await onRefused(item, r.refused);
-    else results.push(r);
-  }
+  const attempt = async (part: T[]): Promise<void> => {
+    const r = await refusable(() => write(part));
+    if (typeof r !== 'object' || r === null || !('refused' in r)) {
+      results.push(r);
+      return;
+    }
+    if (part.length === 1) {
+      await onRefused(part[0] as T, r.refused);
+      return;
+    }
+    const mid = part.length >> 1;
+    await attempt(part.slice(0, mid));
+    await attempt(part.slice(mid));
+  };
+  if (items.length > 0) await attempt(items);
   return results;
 }

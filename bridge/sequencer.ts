@@ -454,9 +454,10 @@ export class Sequencer {
 
   /**
    * Writes a chunk in one transaction (`prepared`: made ready while the chunk before committed);
-   * if PostgreSQL refuses it for a row's content, the rows are written one by one in the same
-   * order and each refused one is quarantined and dropped from staging (or from memory: its
-   * offset is then committed with the chunk's), so it cannot block the log.
+   * if PostgreSQL refuses it for a row's content, its halves are written the same way, in the
+   * same order, down to single rows (`writeIsolatingRefused`), and each refused one is
+   * quarantined and dropped from staging (or from memory: its offset is then committed with the
+   * chunk's), so it cannot block the log.
    */
   private async move(
     chunk: StagedRef[],
