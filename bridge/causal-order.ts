@@ -247,13 +247,12 @@ export function orderRound(rows: readonly StagedRef[], ctx: RoundContext): Round
 
   // 2. edges among what is written: cause → effect, and each session's counter order
   const writable = sorted.map((_, i) => i).filter((i) => state[i] !== 'held');
-  const next: Array<Array<{ to: number; causal: boolean }>> = sorted.map(() => []);
-  const causes = new Array<number>(sorted.length).fill(0); // unmet causal edges
-  const preceding = new Array<number>(sorted.length).fill(0); // unmet session edges
+  const edges: Array<{ from: number; to: number; causal: boolean }> = [];
+  // whether every edge goes forward in rule-3 order (the usual round): then that order is the answer
+  let forward = true;
   const edge = (from: number, to: number, causal: boolean) => {
-    (next[from] as Array<{ to: number; causal: boolean }>).push({ to, causal });
-    if (causal) causes[to] = (causes[to] as number) + 1;
-    else preceding[to] = (preceding[to] as number) + 1;
+    edges.push({ from, to, causal });
+    if (from > to) forward = false;
   };
   for (const i of writable) {
     const ci = causeIndex[i];
@@ -277,6 +276,29 @@ export function orderRound(rows: readonly StagedRef[], ctx: RoundContext): Round
   // 3. Kahn's algorithm, always taking the earliest ready event in rule-3 order. Causal edges
   // form no cycle (cycles are held above); a session order contradicting a causation (forged
   // ids: a producer's event caused by one it published later) yields to the causation.
+  // When every edge goes forward, the earliest event not written yet is always ready (whatever
+  // precedes it is earlier, so written): Kahn's order is rule-3 order itself, with no heap.
+  const write = forward ? writable : kahn(sorted.length, writable, edges);
+  return { write: write.map((i) => sorted[i] as StagedRef), held, released, gapsExpired };
+}
+
+/**
+ * Kahn's algorithm over the events `writable` (indices in rule-3 order) and their `edges`,
+ * always taking the earliest ready event; causal edges win over session ones (step 3 above).
+ */
+export function kahn(
+  n: number,
+  writable: number[],
+  edges: ReadonlyArray<{ from: number; to: number; causal: boolean }>,
+) {
+  const next: Array<Array<{ to: number; causal: boolean }>> = Array.from({ length: n }, () => []);
+  const causes = new Array<number>(n).fill(0); // unmet causal edges
+  const preceding = new Array<number>(n).fill(0); // unmet session edges
+  for (const { from, to, causal } of edges) {
+    (next[from] as Array<{ to: number; causal: boolean }>).push({ to, causal });
+    if (causal) causes[to] = (causes[to] as number) + 1;
+    else preceding[to] = (preceding[to] as number) + 1;
+  }
   const heap = new MinHeap();
   const queued = new Set<number>();
   const enqueue = (i: number) => {
@@ -311,8 +333,7 @@ export function orderRound(rows: readonly StagedRef[], ctx: RoundContext): Round
       else if (causal) causeFree.push(to);
     }
   }
-
-  return { write: out.map((i) => sorted[i] as StagedRef), held, released, gapsExpired };
+  return out;
 }
 
 const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
