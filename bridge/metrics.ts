@@ -35,7 +35,7 @@ export class BridgeMetrics {
   readonly batchSize = new Histogram({
     name: 'feromonios_bridge_batch_size',
     help: 'Events per database transaction.',
-    buckets: [1, 10, 50, 100, 250, 500, 1000, 2500, 5000],
+    buckets: [1, 10, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 20000],
     registers: [this.registry],
   });
   readonly insertDuration = new Histogram({
