@@ -106,10 +106,19 @@ export function compareStaged(a: StagedRef, b: StagedRef): number {
 
 export function orderRound(rows: readonly StagedRef[], ctx: RoundContext): RoundOrder {
   const sorted = [...rows].sort(compareStaged);
-  const index = new Map<string, number>();
-  sorted.forEach((r, i) => {
-    if (!index.has(r.event_id)) index.set(r.event_id, i);
-  });
+  // each event id's first place, built at the first cause looked up in the round: a round whose
+  // causes are all in the log, or that has none (a backlog's usual round), needs none
+  let index: Map<string, number> | undefined;
+  const indexOf = (id: string): number | undefined => {
+    if (index === undefined) {
+      index = new Map();
+      for (let i = 0; i < sorted.length; i++) {
+        const eventId = (sorted[i] as StagedRef).event_id;
+        if (!index.has(eventId)) index.set(eventId, i);
+      }
+    }
+    return index.get(id);
+  };
 
   // 1. holds: walk up each causation chain (iteratively: a forged chain may be long); a cycle
   // (forged ids) counts as a missing cause
@@ -122,6 +131,10 @@ export function orderRound(rows: readonly StagedRef[], ctx: RoundContext): Round
     r.causation_id === null || r.causation_id === r.event_id || ctx.inLog.has(r.causation_id);
   for (let start = 0; start < sorted.length; start++) {
     if (state[start] !== undefined) continue;
+    if (ownCauseFree(sorted[start] as StagedRef)) {
+      state[start] = 'free'; // the usual event: no walk
+      continue;
+    }
     const path: number[] = [];
     // the cause of path's last element: written (in the log, or free or released in this round),
     // held in this round, or missing (not staged, or a causation cycle)
@@ -134,7 +147,7 @@ export function orderRound(rows: readonly StagedRef[], ctx: RoundContext): Round
       }
       path.push(j);
       state[j] = 'visiting';
-      const ci = index.get(r.causation_id as string);
+      const ci = indexOf(r.causation_id as string);
       const s = ci === undefined ? undefined : state[ci];
       if (ci === undefined || ci === j || s === 'visiting') {
         causeIs = 'missing';
@@ -151,7 +164,7 @@ export function orderRound(rows: readonly StagedRef[], ctx: RoundContext): Round
       const r = sorted[i] as StagedRef;
       const cause = r.causation_id as string;
       if (causeIs === 'free') {
-        causeIndex[i] = index.get(cause); // written in this round: before its effect
+        causeIndex[i] = indexOf(cause); // written in this round: before its effect
         state[i] = 'free';
       } else if (causeIs === 'missing' && ctx.now - r.recebido_em >= ctx.holdMs) {
         released.push({ row: r, cause });
@@ -169,14 +182,10 @@ export function orderRound(rows: readonly StagedRef[], ctx: RoundContext): Round
 
   // 1b. gaps in a session's counters since the last written one: hold from the gap on, and
   // every event caused by a held one with it
+  // each session's events not held, in counter order (step 2 takes them again, less those held here)
+  let bySession: Map<string, number[]> | undefined;
   if (ctx.sessoes) {
-    const bySession = new Map<string, number[]>();
-    sorted.forEach((r, i) => {
-      if (state[i] === 'held' || r.ordem_sessao === null || r.ordem_contador === null) return;
-      const list = bySession.get(r.ordem_sessao) ?? [];
-      list.push(i);
-      bySession.set(r.ordem_sessao, list);
-    });
+    bySession = sessionLists(sorted, state);
     // the highest settled mark per session in this round, held rows' included (a producer's claim)
     const marks = new Map<string, number>();
     for (const r of sorted)
@@ -184,9 +193,6 @@ export function orderRound(rows: readonly StagedRef[], ctx: RoundContext): Round
         marks.set(r.ordem_sessao, Math.max(marks.get(r.ordem_sessao) ?? 0, r.ordem_firme));
     const newlyHeld: number[] = [];
     for (const [sessao, list] of bySession) {
-      list.sort(
-        (a, b) => ((sorted[a] as StagedRef).ordem_contador ?? 0) - ((sorted[b] as StagedRef).ordem_contador ?? 0),
-      );
       // a session first seen now (its earlier events written before this sequencer led, or not
       // at all yet): nothing before its lowest staged counter is waited for, but a gap between
       // its staged counters is — fault scenario 7 caught a first round after an outage writing a
@@ -258,18 +264,9 @@ export function orderRound(rows: readonly StagedRef[], ctx: RoundContext): Round
     const ci = causeIndex[i];
     if (ci !== undefined && state[ci] !== 'held') edge(ci, i, true);
   }
-  const sessions = new Map<string, number[]>();
-  for (const i of writable) {
-    const r = sorted[i] as StagedRef;
-    if (r.ordem_sessao === null || r.ordem_contador === null) continue;
-    const list = sessions.get(r.ordem_sessao) ?? [];
-    list.push(i);
-    sessions.set(r.ordem_sessao, list);
-  }
-  for (const list of sessions.values()) {
-    list.sort(
-      (a, b) => ((sorted[a] as StagedRef).ordem_contador ?? 0) - ((sorted[b] as StagedRef).ordem_contador ?? 0),
-    );
+  // a stable sort's order, less some elements, is the stable sort of the rest: step 1b's lists serve
+  for (const all of (bySession ?? sessionLists(sorted, state)).values()) {
+    const list = bySession ? all.filter((i) => state[i] !== 'held') : all;
     for (let k = 1; k < list.length; k++) edge(list[k - 1] as number, list[k] as number, false);
   }
 
@@ -283,6 +280,26 @@ export function orderRound(rows: readonly StagedRef[], ctx: RoundContext): Round
 }
 
 /**
+ * The events of `sorted` (rule-3 order) not held, by producer session, each session's in counter
+ * order (a stable sort: repeated counters keep rule-3 order).
+ */
+function sessionLists(sorted: readonly StagedRef[], state: ReadonlyArray<string | undefined>): Map<string, number[]> {
+  const bySession = new Map<string, number[]>();
+  for (let i = 0; i < sorted.length; i++) {
+    const r = sorted[i] as StagedRef;
+    if (state[i] === 'held' || r.ordem_sessao === null || r.ordem_contador === null) continue;
+    const list = bySession.get(r.ordem_sessao);
+    if (list) list.push(i);
+    else bySession.set(r.ordem_sessao, [i]);
+  }
+  for (const list of bySession.values())
+    list.sort(
+      (a, b) => ((sorted[a] as StagedRef).ordem_contador ?? 0) - ((sorted[b] as StagedRef).ordem_contador ?? 0),
+    );
+  return bySession;
+}
+
+/**
  * Kahn's algorithm over the events `writable` (indices in rule-3 order) and their `edges`,
  * always taking the earliest ready event; causal edges win over session ones (step 3 above).
  */
@@ -291,19 +308,29 @@ export function kahn(
   writable: number[],
   edges: ReadonlyArray<{ from: number; to: number; causal: boolean }>,
 ) {
-  const next: Array<Array<{ to: number; causal: boolean }>> = Array.from({ length: n }, () => []);
-  const causes = new Array<number>(n).fill(0); // unmet causal edges
-  const preceding = new Array<number>(n).fill(0); // unmet session edges
+  // each event's outgoing edges, adjacent in flat arrays (a backlog's round has ~100,000 edges:
+  // an array of objects per event was most of this function's time and garbage)
+  const first = new Int32Array(n + 1);
+  for (const { from } of edges) first[from + 1] = (first[from + 1] as number) + 1;
+  for (let i = 0; i < n; i++) first[i + 1] = (first[i + 1] as number) + (first[i] as number);
+  const fill = first.slice(0, n);
+  const target = new Int32Array(edges.length);
+  const causalEdge = new Uint8Array(edges.length);
+  const causes = new Int32Array(n); // unmet causal edges
+  const preceding = new Int32Array(n); // unmet session edges
   for (const { from, to, causal } of edges) {
-    (next[from] as Array<{ to: number; causal: boolean }>).push({ to, causal });
+    const at = fill[from] as number;
+    fill[from] = at + 1;
+    target[at] = to;
+    causalEdge[at] = causal ? 1 : 0;
     if (causal) causes[to] = (causes[to] as number) + 1;
     else preceding[to] = (preceding[to] as number) + 1;
   }
   const heap = new MinHeap();
-  const queued = new Set<number>();
+  const queued = new Uint8Array(n);
   const enqueue = (i: number) => {
-    if (!queued.has(i)) {
-      queued.add(i);
+    if (queued[i] === 0) {
+      queued[i] = 1;
       heap.push(i);
     }
   };
@@ -325,7 +352,9 @@ export function kahn(
     }
     const i = heap.pop();
     out.push(i);
-    for (const { to, causal } of next[i] as Array<{ to: number; causal: boolean }>) {
+    for (let e = first[i] as number, end = first[i + 1] as number; e < end; e++) {
+      const to = target[e] as number;
+      const causal = causalEdge[e] === 1;
       if (causal) causes[to] = (causes[to] as number) - 1;
       else preceding[to] = (preceding[to] as number) - 1;
       if (causes[to] !== 0) continue;
