@@ -91,8 +91,17 @@ function secretKey(key: string): KeyObject {
   return k;
 }
 
-export const keyedHash = (key: string, value: unknown): string =>
-  `hmac-sha256:${createHmac('sha256', secretKey(key)).update(JSON.stringify(value)).digest('hex')}`;
+/**
+ * `hmac-sha256:` and the hex HMAC-SHA-256 of the value's JSON under the key's UTF-8 bytes. A value
+ * with no JSON (undefined, a function, a symbol: a payload parsed from JSON holds none) is a
+ * `TypeError` naming its type. (Computing RFC 2104 by hand over pads made once per key measured no
+ * faster than `createHmac` with a cached `KeyObject`, ~1.9 µs a call either way: not kept.)
+ */
+export const keyedHash = (key: string, value: unknown): string => {
+  const json = JSON.stringify(value);
+  if (json === undefined) throw new TypeError(`keyedHash: a value of type ${typeof value} has no JSON to hash`);
+  return `hmac-sha256:${createHmac('sha256', secretKey(key)).update(json).digest('hex')}`;
+};
 
 const isScalar = (v: unknown): boolean => v === null || ['string', 'number', 'boolean'].includes(typeof v);
 
