@@ -1035,7 +1035,8 @@ export class Bridge {
   private async decodeChunk(topic: string, partition: number, messages: KafkaMessage[]): Promise<Decoded[]> {
     const out: Decoded[] = [];
     const receivedAt = Date.now();
-    for (const [i, message] of messages.entries()) {
+    for (let i = 0; i < messages.length; i++) {
+      const message = messages[i] as KafkaMessage;
       // a turn of the event loop every 100 records: decoding is CPU alone (a held chunk does no
       // I/O at all), and without turns three partitions' batches of thousands of records kept the
       // sequencer's replies (PostgreSQL, Kafka) waiting ~75 ms each: its writes then barely
