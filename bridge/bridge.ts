@@ -46,7 +46,7 @@ import { recordFailure, recordResolved, type DeadLetterRecord } from './dead-let
 import { dlqDepths, publishDlqDepths } from './dlq-depth';
 import { recordRetentionGap } from './retention-gap-writer';
 import { colonyGroupLags, publishGroupLags } from './group-lag';
-import { publishMsOf, stageEvents, type StagedRow } from './event-log-writer';
+import { heldLines, publishMsOf, stageEvents, type HeldLine, type StagedRow } from './event-log-writer';
 import { refusable, writeIsolatingRefused } from './refused-rows';
 import { DEFAULT_MEMORY_STAGING_ROWS, MemoryStaging, type CommitPoint } from './memory-staging';
 import { DEFAULT_ORDER_MAX_IDLE_MS, EVENTS_SESSION_TIMEOUT_MS, Sequencer } from './sequencer';
@@ -142,7 +142,7 @@ type BatchControl = {
   resolveOffset(offset: string): void;
 };
 
-/** What a record held in memory costs beyond its value's bytes (its row's objects), for the memory bound. */
+/** What a record held in memory costs beyond its value's bytes (its ref, its log line's other columns), for the memory bound. */
 const HELD_ROW_OVERHEAD = 512;
 
 /**
@@ -794,11 +794,16 @@ export class Bridge {
       // (a chunk with nothing to stage takes the table's path: it commits at once, nothing held back)
       if (good.length > 0 && this.memory.accepting(epoch) && this.memory.hasRoom(good.length, bytes)) {
         const chunkFrontier = stagedFrontier(good, []);
+        const lines = heldLines(good.map((g) => g.row));
         const held = this.memory.add(
           epoch,
           topic,
           partition,
-          good.map((g, i) => ({ ref: heldRef(g.row, g.publishedMs), row: g.row, bytes: sizes[i] as number })),
+          good.map((g, i) => ({
+            ref: heldRef(g.row, g.publishedMs),
+            held: lines[i] as HeldLine,
+            bytes: sizes[i] as number,
+          })),
           upTo,
           chunkFrontier,
           frontier,

@@ -30,9 +30,10 @@ export function copyField(v: CopyValue): string {
  * Rows as COPY text lines (tab-separated fields, newline-terminated), UTF-8 encoded. Each field
  * is written straight into one growing buffer: joining the fields into a line, the lines into a
  * text and encoding the text cost ~2.5× as much per row (a staging chunk's rows, 2026-12-06).
- * A lone surrogate becomes U+FFFD, as `Buffer.from` of the text would make it.
+ * A lone surrogate becomes U+FFFD, as `Buffer.from` of the text would make it. With `ends`, the
+ * byte offset after each row's line is pushed to it (to cut the text into one line per row).
  */
-export function copyLines(rows: CopyValue[][]): Buffer {
+export function copyLines(rows: CopyValue[][], ends?: number[]): Buffer {
   let buf = Buffer.allocUnsafe(16 * 1024);
   let n = 0;
   for (const r of rows) {
@@ -48,6 +49,7 @@ export function copyLines(rows: CopyValue[][]): Buffer {
       n += buf.write(f, n);
       buf[n++] = i === r.length - 1 ? 0x0a : 0x09;
     }
+    ends?.push(n);
   }
   return buf.subarray(0, n);
 }

@@ -1,7 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
 import { createTestDatabase, type TestDatabase } from '../test/harness';
-import { prepareLogChunk, stageEvents, writeEventLog, type LogRun, type StagedRow } from './event-log-writer';
+import {
+  heldLines,
+  prepareLogChunk,
+  stageEvents,
+  writeEventLog,
+  type LogRun,
+  type StagedRow,
+} from './event-log-writer';
 
 /**
  * `writeEventLog` against PostgreSQL with chunks that mix the two sources the sequencer writes
@@ -45,8 +52,8 @@ describe('the log writer with staged and held events interleaved', () => {
       if (kind === 'staged') {
         if (last?.from === 'staging') last.ids.push(r.event_id);
         else runs.push({ from: 'staging', ids: [r.event_id] });
-      } else if (last?.from === 'memory') last.rows.push(r);
-      else runs.push({ from: 'memory', rows: [r] });
+      } else if (last?.from === 'memory') last.rows.push(...heldLines([r]));
+      else runs.push({ from: 'memory', rows: heldLines([r]) });
     }
     return runs;
   };
@@ -61,7 +68,7 @@ describe('the log writer with staged and held events interleaved', () => {
         if (staged.length > 0) await stageEvents(db.pool, staged);
         const earlier = chunk.filter((c) => c.kind === 'held, already logged').map((c) => c.r);
         if (earlier.length > 0)
-          await writeEventLog(db.pool, await prepareLogChunk(db.pool, [{ from: 'memory', rows: earlier }]));
+          await writeEventLog(db.pool, await prepareLogChunk(db.pool, [{ from: 'memory', rows: heldLines(earlier) }]));
         const before = await db.pool.query<{ s: string | null }>(
           'SELECT max(sequence_number)::text AS s FROM core.event_log',
         );
@@ -112,14 +119,14 @@ describe('the log writer with staged and held events interleaved', () => {
         db.pool,
         interleaved
           ? [
-              { from: 'memory', rows: [early] },
+              { from: 'memory', rows: heldLines([early]) },
               { from: 'staging', ids: [staged.event_id] },
-              { from: 'memory', rows: [late] },
+              { from: 'memory', rows: heldLines([late]) },
             ]
-          : [{ from: 'memory', rows: [early, late] }],
+          : [{ from: 'memory', rows: heldLines([early, late]) }],
       );
       // probed: neither is in the log; now one is
-      await writeEventLog(db.pool, await prepareLogChunk(db.pool, [{ from: 'memory', rows: [early] }]));
+      await writeEventLog(db.pool, await prepareLogChunk(db.pool, [{ from: 'memory', rows: heldLines([early]) }]));
       const result = await writeEventLog(db.pool, chunk);
       const fresh = interleaved ? [staged.event_id, late.event_id] : [late.event_id];
       expect(result.inserted.map((i) => i.event_id)).toEqual(fresh);
@@ -138,9 +145,9 @@ describe('the log writer with staged and held events interleaved', () => {
     await stageEvents(db.pool, [staged]);
     const refused = { ...row(), origem: 'a\u0000b' }; // PostgreSQL text holds no NUL
     const chunk = await prepareLogChunk(db.pool, [
-      { from: 'memory', rows: [good] },
+      { from: 'memory', rows: heldLines([good]) },
       { from: 'staging', ids: [staged.event_id] },
-      { from: 'memory', rows: [refused] },
+      { from: 'memory', rows: heldLines([refused]) },
     ]);
     const err = await writeEventLog(db.pool, chunk).then(
       () => undefined,

@@ -180,11 +180,41 @@ const LOG_COLUMNS = STAGING_COLUMNS.slice(0, 12);
  * One stretch of a chunk the sequencer writes, in its order: events staged in
  * `core.event_staging` (moved by their ids) or held in the leader's memory (copied; ADR 0029).
  */
-export type LogRun = { from: 'staging'; ids: string[] } | { from: 'memory'; rows: StagedRow[] };
+export type LogRun = { from: 'staging'; ids: string[] } | { from: 'memory'; rows: HeldLine[] };
+
+/**
+ * A held event as the sequencer writes it: its id, its type (for the metrics) and its
+ * `core.event_log` `COPY` line, formatted when it was held (ADR 0029). A held backlog is then one
+ * small object and a view of off-heap bytes per event, not the row's object tree (its payload's
+ * included), which the garbage collector copied out of the young generation event by event.
+ */
+export interface HeldLine {
+  readonly event_id: string;
+  readonly tipo: string;
+  readonly line: Buffer;
+}
+
+/** Rows as held lines: their log columns as `COPY` text, one buffer for all, a view of it per row. */
+export function heldLines(rows: readonly StagedRow[]): HeldLine[] {
+  const ends: number[] = [];
+  const text = copyLines(
+    rows.map((r) => stagingValues(r).slice(0, LOG_COLUMNS.length)),
+    ends,
+  );
+  // a copy of its own: `copyLines`' buffer is sized for the worst case (3 bytes per character)
+  const own = Buffer.from(text);
+  let start = 0;
+  return rows.map((r, i) => {
+    const end = ends[i] as number;
+    const held = { event_id: r.event_id, tipo: r.tipo, line: own.subarray(start, end) };
+    start = end;
+    return held;
+  });
+}
 
 /** A run of held events made ready before the lock: the ones not in the log yet as `COPY` text. */
 interface PreparedCopy {
-  rows: StagedRow[];
+  rows: HeldLine[];
   duplicates: string[];
   text: Buffer;
 }
@@ -195,7 +225,7 @@ export interface PreparedChunk {
 }
 
 /** The ids of `rows` found in `core.event_ids` (in the log already): one query. */
-async function loggedAmong(db: pg.Pool | pg.PoolClient, rows: StagedRow[]): Promise<ReadonlySet<string>> {
+async function loggedAmong(db: pg.Pool | pg.PoolClient, rows: HeldLine[]): Promise<ReadonlySet<string>> {
   if (rows.length === 0) return new Set();
   const { rows: found } = await db.query<{ event_id: string }>(
     'SELECT event_id::text FROM core.event_ids WHERE event_id = ANY($1::uuid[])',
@@ -205,12 +235,12 @@ async function loggedAmong(db: pg.Pool | pg.PoolClient, rows: StagedRow[]): Prom
 }
 
 /** A run of held events as `COPY` text, those in `logged` left out (returned as duplicates). */
-function formatCopy(rows: StagedRow[], logged: ReadonlySet<string>): PreparedCopy {
+function formatCopy(rows: HeldLine[], logged: ReadonlySet<string>): PreparedCopy {
   const fresh = logged.size === 0 ? rows : rows.filter((r) => !logged.has(r.event_id));
   return {
     rows: fresh,
     duplicates: logged.size === 0 ? [] : rows.filter((r) => logged.has(r.event_id)).map((r) => r.event_id),
-    text: copyLines(fresh.map((r) => stagingValues(r).slice(0, LOG_COLUMNS.length))),
+    text: Buffer.concat(fresh.map((r) => r.line)),
   };
 }
 

@@ -1,5 +1,6 @@
 import fc from 'fast-check';
-import { publishMsOf } from './event-log-writer';
+import { copyLines } from './copy-text';
+import { heldLines, publishMsOf, type StagedRow } from './event-log-writer';
 
 describe('publishMsOf (the record timestamp the sequencer orders by)', () => {
   const received = Date.parse('2026-12-01T12:00:00Z');
@@ -28,6 +29,55 @@ describe('publishMsOf (the record timestamp the sequencer orders by)', () => {
         const iso = publishTimeOf(ts, received);
         expect(new Date(iso).toISOString()).toBe(iso);
       }),
+    );
+  });
+});
+
+describe('heldLines (held events as their log COPY lines, ADR 0029)', () => {
+  const text = fc.oneof(fc.string({ unit: 'binary', maxLength: 30 }), fc.constantFrom('\t', '\n', '\\N', 'ã\ud800'));
+  const uuidOrNull = fc.option(fc.uuid(), { nil: null });
+  const row: fc.Arbitrary<StagedRow> = fc.record({
+    event_id: fc.uuid(),
+    tipo: text,
+    versao_schema: text,
+    timestamp: text,
+    origem: text,
+    correlacao_id: fc.uuid(),
+    causation_id: uuidOrNull,
+    tenant_id: uuidOrNull,
+    payload: fc.dictionary(text, fc.jsonValue({ maxDepth: 2 }), { maxKeys: 4 }),
+    kafka_topic: text,
+    kafka_partition: fc.nat(),
+    kafka_offset: fc.bigInt({ min: 0n, max: 2n ** 63n - 1n }).map(String),
+    publicado_em: fc.date({ noInvalidDate: true }).map((d) => d.toISOString()),
+    ordem_sessao: uuidOrNull,
+    ordem_contador: fc.option(fc.nat(), { nil: null }),
+    ordem_firme: fc.option(fc.nat(), { nil: null }),
+  });
+
+  it("property: each line is the row's twelve log columns as COPY text, with its id and type; the lines joined are the chunk's text", () => {
+    fc.assert(
+      fc.property(fc.array(row, { maxLength: 12 }), (rows) => {
+        const lines = heldLines(rows);
+        expect(lines.map((l) => [l.event_id, l.tipo])).toEqual(rows.map((r) => [r.event_id, r.tipo]));
+        const logValues = (r: StagedRow) => [
+          r.event_id,
+          r.tipo,
+          r.versao_schema,
+          r.timestamp,
+          r.origem,
+          r.correlacao_id,
+          r.causation_id,
+          r.tenant_id,
+          JSON.stringify(r.payload),
+          r.kafka_topic,
+          r.kafka_partition,
+          r.kafka_offset,
+        ];
+        rows.forEach((r, i) => expect(lines[i]?.line.equals(copyLines([logValues(r)]))).toBe(true));
+        expect(Buffer.concat(lines.map((l) => l.line)).equals(copyLines(rows.map(logValues)))).toBe(true);
+      }),
+      { numRuns: 300 },
     );
   });
 });

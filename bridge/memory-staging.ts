@@ -19,16 +19,16 @@
  */
 
 import { compareStaged, type StagedRef } from './causal-order';
-import type { StagedRow } from './event-log-writer';
+import type { HeldLine } from './event-log-writer';
 import { frontierMetadata } from './staging-frontier';
 
 /** `BRIDGE_MEMORY_STAGING_ROWS`'s default: a 200,000-event backlog fits (BENCHMARKS.md, ADR 0029). */
 export const DEFAULT_MEMORY_STAGING_ROWS = 250_000;
 
-/** An event held in memory: what the sequencer orders by, the row it writes, its size. */
+/** An event held in memory: what the sequencer orders by, the log's `COPY` line it writes, its size. */
 export interface MemoryRow {
   readonly ref: StagedRef;
-  readonly row: StagedRow;
+  readonly held: HeldLine;
   /** Its record's size in bytes (what the memory bound counts). */
   readonly bytes: number;
   /** The partition's frontier before it (ADR 0027): committed with an offset that stops at this row. */
@@ -145,7 +145,7 @@ export class MemoryStaging {
     epoch: number,
     topic: string,
     partition: number,
-    rows: ReadonlyArray<{ ref: StagedRef; row: StagedRow; bytes: number }>,
+    rows: ReadonlyArray<{ ref: StagedRef; held: HeldLine; bytes: number }>,
     upTo: bigint,
     frontier: number | undefined,
     previous?: number,
@@ -163,13 +163,12 @@ export class MemoryStaging {
       const kept = this.byId.get(r.ref.event_id);
       if (kept) {
         duplicates.push(r.ref.event_id);
-        if (kept.ref.ordem_sessao === r.ref.ordem_sessao && (r.ref.ordem_firme ?? 0) > (kept.ref.ordem_firme ?? 0)) {
+        // (the log's line has no settled mark: the ref is what the sequencer orders by)
+        if (kept.ref.ordem_sessao === r.ref.ordem_sessao && (r.ref.ordem_firme ?? 0) > (kept.ref.ordem_firme ?? 0))
           kept.ref.ordem_firme = r.ref.ordem_firme ?? null;
-          kept.row.ordem_firme = r.ref.ordem_firme ?? null;
-        }
       } else {
         // a literal rather than a spread of `r` (a held backlog is 100,000s of these): one shape, no copy loop
-        const m: MemoryRow = { ref: r.ref, row: r.row, bytes: r.bytes, frontierBefore: before, settled: false };
+        const m: MemoryRow = { ref: r.ref, held: r.held, bytes: r.bytes, frontierBefore: before, settled: false };
         this.byId.set(r.ref.event_id, m);
         this.heldBytes += r.bytes;
         p.rows.push(m);

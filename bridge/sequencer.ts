@@ -517,8 +517,8 @@ export class Sequencer {
       const m = fromMemory.get(r);
       const last = runs.at(-1);
       if (m) {
-        if (last?.from === 'memory') last.rows.push(m.row);
-        else runs.push({ from: 'memory', rows: [m.row] });
+        if (last?.from === 'memory') last.rows.push(m.held);
+        else runs.push({ from: 'memory', rows: [m.held] });
       } else if (last?.from === 'staging') last.ids.push(r.event_id);
       else runs.push({ from: 'staging', ids: [r.event_id] });
     }
