@@ -137,7 +137,12 @@ describe('the PostgreSQL inbox', () => {
     await waitFor(
       async () => (await metric(colony, /feromonios_consume_total\{[^}]*result="duplicate"\} (\d+)/)) === 1,
     );
-    await waitFor(() => runs.size === dtos.length);
+    // a handler's run is recorded when it starts, before its batch commits: wait for the commits
+    // (success is counted once committed), or the rows below may miss the last batch's
+    await waitFor(
+      async () => (await metric(colony, /feromonios_consume_total\{[^}]*result="success"\} (\d+)/)) === dtos.length,
+      { message: 'every event committed' },
+    );
     const { rows } = await db.pool.query<{ event_id: string; n: number; tx: string }>(
       'SELECT event_id::text, count(*)::int AS n, min(instancia) AS tx FROM d13.efeitos WHERE event_id = ANY($1::uuid[]) GROUP BY 1',
       [dtos.map((d) => d.event_id)],
@@ -165,7 +170,13 @@ describe('the PostgreSQL inbox', () => {
       if (e.event_id === bad) throw new Error('falha depois de escrever');
     });
     await waitFor(async () => (await metric(colony, /feromonios_dlq_sent_total\{[^}]*\} (\d+)/)) === 1);
-    await waitFor(() => dtos.every((d) => runs.has(d.event_id)));
+    // after the rollback the batch's events run one at a time, those after the failing one after
+    // its dead-lettering: wait for every good event's commit (success is counted once committed),
+    // not for its first run (recorded when the rolled-back batch ran it)
+    await waitFor(
+      async () => (await metric(colony, /feromonios_consume_total\{[^}]*result="success"\} (\d+)/)) === dtos.length - 1,
+      { message: 'every good event committed' },
+    );
     const { rows } = await db.pool.query<{ event_id: string; n: number }>(
       'SELECT event_id::text, count(*)::int AS n FROM d13.efeitos WHERE event_id = ANY($1::uuid[]) GROUP BY 1',
       [dtos.map((d) => d.event_id)],
