@@ -96,8 +96,8 @@ export async function stageEvents(
   return insertStaging(pool, rows);
 }
 
-/** A staged row's values in `STAGING_COLUMNS` order, as COPY text takes them. */
-const stagingValues = (r: StagedRow): CopyValue[] => [
+/** A row's values for the log's columns (`LOG_COLUMNS`, the first twelve of staging's), as COPY text takes them. */
+const logValues = (r: StagedRow): CopyValue[] => [
   r.event_id,
   r.tipo,
   r.versao_schema,
@@ -110,11 +110,14 @@ const stagingValues = (r: StagedRow): CopyValue[] => [
   r.kafka_topic,
   r.kafka_partition,
   r.kafka_offset,
-  r.publicado_em,
-  r.ordem_sessao,
-  r.ordem_contador,
-  r.ordem_firme,
 ];
+
+/** A staged row's values in `STAGING_COLUMNS` order: the log's, then where and when it was published. */
+const stagingValues = (r: StagedRow): CopyValue[] => {
+  const v = logValues(r);
+  v.push(r.publicado_em, r.ordem_sessao, r.ordem_contador, r.ordem_firme);
+  return v;
+};
 
 /**
  * The slow path of `stageEvents`: one INSERT that skips events already staged — keeping, of a
@@ -174,7 +177,7 @@ export interface WriteResult {
 export const EVENT_LOG_LOCK_KEY = 0x6665726f6c6f67n; // 'ferolog'
 
 /** The log's columns a `COPY` of held events fills (the sequence number is the table's default). */
-const LOG_COLUMNS = STAGING_COLUMNS.slice(0, 12);
+export const LOG_COLUMNS = STAGING_COLUMNS.slice(0, 12);
 
 /**
  * One stretch of a chunk the sequencer writes, in its order: events staged in
@@ -197,10 +200,7 @@ export interface HeldLine {
 /** Rows as held lines: their log columns as `COPY` text, one buffer for all, a view of it per row. */
 export function heldLines(rows: readonly StagedRow[]): HeldLine[] {
   const ends: number[] = [];
-  const text = copyLines(
-    rows.map((r) => stagingValues(r).slice(0, LOG_COLUMNS.length)),
-    ends,
-  );
+  const text = copyLines(rows.map(logValues), ends);
   // a copy of its own: `copyLines`' buffer is sized for the worst case (3 bytes per character)
   const own = Buffer.from(text);
   let start = 0;
@@ -219,7 +219,7 @@ interface PreparedCopy {
   text: Buffer;
 }
 
-/** A chunk made ready to write (`prepareLogChunk`): its runs, the held ones probed and formatted. */
+/** A chunk made ready to write (`prepareLogChunk`): its runs, the held ones probed and their lines joined. */
 export interface PreparedChunk {
   runs: Array<{ from: 'staging'; ids: string[] } | ({ from: 'memory' } & PreparedCopy)>;
 }
@@ -234,8 +234,8 @@ async function loggedAmong(db: pg.Pool | pg.PoolClient, rows: HeldLine[]): Promi
   return new Set(found.map((f) => f.event_id));
 }
 
-/** A run of held events as `COPY` text, those in `logged` left out (returned as duplicates). */
-function formatCopy(rows: HeldLine[], logged: ReadonlySet<string>): PreparedCopy {
+/** A run of held events as `COPY` text (their lines joined), those in `logged` left out (returned as duplicates). */
+function joinHeld(rows: HeldLine[], logged: ReadonlySet<string>): PreparedCopy {
   const fresh = logged.size === 0 ? rows : rows.filter((r) => !logged.has(r.event_id));
   return {
     rows: fresh,
@@ -244,13 +244,13 @@ function formatCopy(rows: HeldLine[], logged: ReadonlySet<string>): PreparedCopy
   };
 }
 
-/** A run of a chunk ready to write: staged ids, or held events probed and formatted. */
+/** A run of a chunk ready to write: staged ids, or held events probed and their lines joined. */
 type PreparedRun = PreparedChunk['runs'][number];
 
 /**
  * Makes a chunk ready to write: its held events probed against `core.event_ids` (which are in
  * the log already) by one query, however many runs they make (a chunk interleaving the sources
- * event by event has thousands), and the others formatted as `COPY` text. The sequencer does
+ * event by event has thousands), and the others' lines joined into `COPY` text. The sequencer does
  * this before the log's lock, while the chunk before commits, so the lock is held for the write
  * alone.
  */
@@ -258,14 +258,14 @@ export async function prepareLogChunk(db: pg.Pool | pg.PoolClient, runs: LogRun[
   return { runs: await readyRuns(db, runs) };
 }
 
-/** `runs` with those of held events not prepared yet probed (one query) and formatted. */
+/** `runs` with those of held events not prepared yet probed (one query) and their lines joined. */
 async function readyRuns(db: pg.Pool | pg.PoolClient, runs: Array<LogRun | PreparedRun>): Promise<PreparedRun[]> {
   const logged = await loggedAmong(
     db,
     runs.flatMap((r) => (r.from === 'memory' && !('text' in r) ? r.rows : [])),
   );
   return runs.map((r) =>
-    r.from === 'staging' || 'text' in r ? r : { from: 'memory' as const, ...formatCopy(r.rows, logged) },
+    r.from === 'staging' || 'text' in r ? r : { from: 'memory' as const, ...joinHeld(r.rows, logged) },
   );
 }
 

@@ -371,7 +371,7 @@ export class Sequencer {
     const chunks: StagedRef[][] = [];
     for (let i = 0, size = this.moveChunk; i < order.write.length; i += size, size = this.laterChunk)
       chunks.push(order.write.slice(i, i + size));
-    // the next chunk's held events are probed and formatted while this one commits (ADR 0029)
+    // the next chunk's held events are probed and their lines joined while this one commits (ADR 0029)
     const prepare = (chunk: StagedRef[] | undefined) => {
       if (!chunk || fromMemory.size === 0) return undefined;
       const p = prepareLogChunk(this.o.pool, this.runsOf(chunk, fromMemory));
