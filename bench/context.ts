@@ -96,6 +96,8 @@ export async function createContext(quick: boolean): Promise<BenchContext> {
         redaction: { key: BENCH_REDACTION_KEY, coordinateDecimals: 2 },
         batchSize: Number(process.env.BENCH_BRIDGE_BATCH ?? 500),
         memoryStagingRows,
+        // BENCH_DECODE_THREAD=off: records decoded on the bridge's thread (the measure of the decode thread)
+        decodeThread: process.env.BENCH_DECODE_THREAD !== 'off',
         flushIntervalMs: 50,
         topicRefreshMs: 1000,
         maxPayloadBytes: 1024 * 1024,

@@ -6,7 +6,8 @@ import { logRows, startTestBridge } from '../test/harness/bridge';
 import { SAMPLE_PAYLOADS } from '../sdk/testing';
 import { encodeValue } from '../sdk/wire';
 import { jsonLogger, type EventBus } from '../sdk';
-import { QUARANTINE_HEADERS } from './bridge';
+import { QUARANTINE_HEADERS, type Bridge } from './bridge';
+import type { DecodeThread } from './decode-thread';
 import { frontierOf } from './staging-frontier';
 import type { BridgeMetrics } from './metrics';
 
@@ -17,6 +18,7 @@ describe('the bridge mirrors event topics into core.event_log', () => {
   let bus: EventBus;
   let db: TestDatabase;
   let metrics: BridgeMetrics;
+  let bridge: Bridge;
 
   beforeAll(async () => {
     bus = await createTestBus();
@@ -26,7 +28,7 @@ describe('the bridge mirrors event topics into core.event_log', () => {
       origem: 'D-3',
       payload: { ...SAMPLE_PAYLOADS['demanda.categorizada'] },
     });
-    ({ metrics } = await startTestBridge(bus, db, {
+    ({ metrics, bridge } = await startTestBridge(bus, db, {
       maxPayloadBytes: 4096,
       ...(process.env.BRIDGE_TEST_LOG ? { logger: jsonLogger('bridge', 'debug') } : {}),
     }));
@@ -123,6 +125,40 @@ describe('the bridge mirrors event topics into core.event_log', () => {
       expect(last).toBeDefined();
       expect(frontierOf(p.metadata)).toBe(Number(last?.timestamp));
     }
+  });
+
+  it('the decode thread dies while a backlog is decoded: every event lands once, the death is counted, a new thread goes on', async () => {
+    // the bridge's own thread, reached as a crash would reach it (no API kills it)
+    const thread = (bridge as unknown as { decodeThread: DecodeThread }).decodeThread;
+    const ids = Array.from({ length: 4000 }, () => randomUUID());
+    const landed = async () => {
+      const { rows } = await db.pool.query<{ n: string; distinct: string }>(
+        'SELECT count(*) AS n, count(DISTINCT event_id) AS distinct FROM core.event_log WHERE event_id = ANY($1::uuid[])',
+        [ids],
+      );
+      return { n: Number(rows[0]?.n), distinct: Number(rows[0]?.distinct) };
+    };
+    const publish = (some: string[]) =>
+      bus.publicarLote(
+        some.map((event_id) => ({
+          tipo: 'demanda.categorizada',
+          origem: 'D-3',
+          event_id,
+          payload: { ...SAMPLE_PAYLOADS['demanda.categorizada'] },
+        })),
+      );
+    await publish(ids.slice(0, 3000));
+    // killed once the backlog's first chunk is in the log, most likely with later chunks in flight
+    await waitFor(async () => (await landed()).n > 0, { intervalMs: 5 });
+    await thread.kill();
+    await publish(ids.slice(3000)); // and chunks certainly after the death
+    await waitFor(async () => (await landed()).n >= ids.length, { timeoutMs: 60_000 });
+    expect(await landed()).toEqual({ n: ids.length, distinct: ids.length });
+    expect(await metrics.registry.getSingleMetricAsString('feromonios_bridge_decode_thread_restarts_total')).toMatch(
+      /feromonios_bridge_decode_thread_restarts_total 1$/m,
+    );
+    expect(thread.threadId).toBeDefined(); // a new thread decodes the later chunks
+    await waitFor(() => bridge.ready(), { message: 'bridge ready after the death' });
   });
 
   describe('poison records', () => {

@@ -4,7 +4,6 @@ import {
   type SchemaCatalog,
   FeromoniosError,
   isRetriable,
-  SchemaValidationError,
   WireFormatError,
   type Logger,
   type SchemaRegistry,
@@ -15,7 +14,6 @@ import {
 } from '../sdk';
 import {
   EventDecoder,
-  redactPayload,
   type OpcoesRedacao,
   scrubText,
   DLQ_HEADERS,
@@ -28,8 +26,6 @@ import {
   headerString,
   ensureTopics,
   DLQ_OUTCOME_HEADER,
-  ORDER_HEADER,
-  parseOrder,
 } from '../sdk/wire';
 import {
   RetentionGapDetector,
@@ -46,7 +42,9 @@ import { recordFailure, recordResolved, type DeadLetterRecord } from './dead-let
 import { dlqDepths, publishDlqDepths } from './dlq-depth';
 import { recordRetentionGap } from './retention-gap-writer';
 import { colonyGroupLags, publishGroupLags } from './group-lag';
-import { heldLines, publishMsOf, stageEvents, type HeldLine, type StagedRow } from './event-log-writer';
+import { heldLines, stageEvents, type HeldLine, type StagedRow } from './event-log-writer';
+import { DecodeThread } from './decode-thread';
+import { decodeRecord } from './record-decoding';
 import { refusable, writeIsolatingRefused } from './refused-rows';
 import { DEFAULT_MEMORY_STAGING_ROWS, MemoryStaging, type CommitPoint } from './memory-staging';
 import { DEFAULT_ORDER_MAX_IDLE_MS, EVENTS_SESSION_TIMEOUT_MS, Sequencer } from './sequencer';
@@ -118,6 +116,11 @@ export interface OpcoesBridge {
   memoryStagingRows?: number;
   /** Most bytes of records held in memory by the leader. Default 256 MiB. */
   memoryStagingBytes?: number;
+  /**
+   * Decode, check and redact records on a worker thread of their own (bridge/decode-thread.ts),
+   * not the thread that fetches, stages and orders. Default true; false decodes inline.
+   */
+  decodeThread?: boolean;
   logger: Logger;
   metrics: BridgeMetrics;
 }
@@ -217,8 +220,11 @@ const JOIN_GRACE_MS = 30_000;
 const ABORTED = Symbol('aborted');
 
 type Poison = { kind: 'poison'; reason: string; detail: string; message: KafkaMessage };
-/** A record decoded: its row, and its publish time in milliseconds (the row's `publicado_em`, unparsed). */
-type Decoded = { kind: 'ok'; row: StagedRow; message: KafkaMessage; publishedMs: number } | Poison;
+/**
+ * A record decoded: its row, its publish time in milliseconds (the row's `publicado_em`,
+ * unparsed), and its log line when the decode thread formatted it.
+ */
+type Decoded = { kind: 'ok'; row: StagedRow; message: KafkaMessage; publishedMs: number; held?: HeldLine } | Poison;
 
 /**
  * The sink connector: mirrors every event topic into `core.event_log`, redacted, with the
@@ -230,6 +236,8 @@ type Decoded = { kind: 'ok'; row: StagedRow; message: KafkaMessage; publishedMs:
 export class Bridge {
   private readonly kafka: Kafka;
   private readonly decoder: EventDecoder;
+  /** Where records are decoded, unless `decodeThread: false` (then on this thread). */
+  private readonly decodeThread: DecodeThread | undefined;
   private readonly lanes: Lane[];
   private producer: SessionProducer | undefined;
   private admin: Admin | undefined;
@@ -276,6 +284,20 @@ export class Bridge {
       retry: { retries: 10, initialRetryTime: 300, maxRetryTime: 5000 },
     });
     this.decoder = new EventDecoder(o.registry, o.catalog, o.maxPayloadBytes);
+    this.decodeThread =
+      o.decodeThread === false
+        ? undefined
+        : new DecodeThread({
+            catalogDir: o.catalog.dir,
+            redaction: o.redaction,
+            maxPayloadBytes: o.maxPayloadBytes,
+            onDeath: (err) => {
+              o.metrics.decodeThreadRestarts.inc();
+              o.logger.error('the decode thread died: its chunks in flight are decoded again on a new one', {
+                error: scrubText(err.message, undefined, 300),
+              });
+            },
+          });
     this.memory = new MemoryStaging({
       maxRows: o.memoryStagingRows ?? DEFAULT_MEMORY_STAGING_ROWS,
       maxBytes: o.memoryStagingBytes ?? 256 * 1024 * 1024,
@@ -325,6 +347,8 @@ export class Bridge {
   }
 
   async start(): Promise<void> {
+    // the decode thread loads its catalog before the first batch needs it
+    await this.decodeThread?.start();
     this.admin = this.kafka.admin();
     await this.admin.connect();
     this.producer = new SessionProducer(this.kafka, this.o.logger);
@@ -368,6 +392,7 @@ export class Bridge {
     if (strays.length > 0) this.o.logger.warn('consumers left behind, disconnected at stop', { count: strays.length });
     await Promise.all(strays.map((c) => c.disconnect().catch(() => undefined)));
     await this.sequencer.stop();
+    await this.decodeThread?.close();
     await this.producer?.close();
     await this.admin?.disconnect();
     this.o.logger.info('bridge stopped');
@@ -794,7 +819,8 @@ export class Bridge {
       // (a chunk with nothing to stage takes the table's path: it commits at once, nothing held back)
       if (good.length > 0 && this.memory.accepting(epoch) && this.memory.hasRoom(good.length, bytes)) {
         const chunkFrontier = stagedFrontier(good, []);
-        const lines = heldLines(good.map((g) => g.row));
+        // formatted by the decode thread, or here (decoded inline, or a schema id the thread was not taught)
+        const lines = good.every((g) => g.held) ? good.map((g) => g.held) : heldLines(good.map((g) => g.row));
         const held = this.memory.add(
           epoch,
           topic,
@@ -1038,8 +1064,42 @@ export class Bridge {
   }
 
   private async decodeChunk(topic: string, partition: number, messages: KafkaMessage[]): Promise<Decoded[]> {
+    const thread = this.decodeThread;
+    if (!thread) return this.decodeInline(topic, partition, messages);
+    // the schema ids this chunk names that the thread was not taught: resolved here (the registry,
+    // cached by the decoder) and taught; an id the registry or catalog does not know stays
+    // untaught, and its records come back unresolved and are decoded below, quarantined as inline
+    for (const m of messages) {
+      const v = m.value;
+      if (!v || v.length < 6 || v[0] !== 0) continue;
+      const schemaId = v.readUInt32BE(1);
+      if (thread.knows(schemaId)) continue;
+      try {
+        const versao = await this.decoder.versionOf(schemaId);
+        thread.teach(schemaId, versao.tipo, versao.versao);
+      } catch (err) {
+        if (!(err instanceof WireFormatError)) throw err; // registry unavailable: the chunk is retried
+      }
+    }
+    const decoded = await thread.decode(topic, partition, messages);
+    const out = new Array<Decoded>(decoded.length);
+    for (let i = 0; i < decoded.length; i++) {
+      const d = decoded[i] as (typeof decoded)[number];
+      const message = messages[i] as KafkaMessage;
+      if (d.kind === 'ok') out[i] = { kind: 'ok', row: d.row, message, publishedMs: d.publishedMs, held: d.held };
+      else if (d.kind === 'poison') out[i] = { kind: 'poison', reason: d.reason, detail: d.detail, message };
+      else if (d.kind === 'unresolved') out[i] = (await this.decodeInline(topic, partition, [message]))[0] as Decoded;
+      else if (this.o.topics.tipoDe(topic) !== undefined)
+        out[i] = { kind: 'poison', reason: 'rejected', detail: d.message, message };
+      else throw new Error(d.message);
+    }
+    return out;
+  }
+
+  /** `decodeChunk` on this thread. */
+  private async decodeInline(topic: string, partition: number, messages: KafkaMessage[]): Promise<Decoded[]> {
     const out: Decoded[] = [];
-    const receivedAt = Date.now();
+    const ctx = { topic, partition, receivedAt: Date.now(), catalog: this.o.catalog, redaction: this.o.redaction };
     for (let i = 0; i < messages.length; i++) {
       const message = messages[i] as KafkaMessage;
       // a turn of the event loop every 100 records: decoding is CPU alone (a held chunk does no
@@ -1048,41 +1108,11 @@ export class Bridge {
       // overlapped a backlog's staging (ADR 0029, "Overlap")
       if (i > 0 && i % DECODE_TURN_RECORDS === 0) await new Promise<void>((r) => setImmediate(r));
       try {
-        // without a promise when the record's schema id is known (every record after its schema's first)
-        const posicao = { topico: topic, particao: partition, offset: message.offset };
-        const ev = this.decoder.decodeKnown(message, posicao) ?? (await this.decoder.decode(message, posicao));
-        const policy = this.o.catalog.tipo(ev.tipo)?.redacao ?? { campos: {} };
-        const order = parseOrder(headerString(message.headers, ORDER_HEADER));
-        const publishedMs = publishMsOf(message.timestamp, receivedAt);
-        out.push({
-          kind: 'ok',
-          message,
-          publishedMs,
-          row: {
-            event_id: ev.event_id,
-            tipo: ev.tipo,
-            versao_schema: ev.versao_schema,
-            timestamp: ev.timestamp,
-            origem: ev.origem,
-            correlacao_id: ev.correlacao_id,
-            causation_id: ev.causation_id,
-            tenant_id: ev.tenant_id,
-            payload: redactPayload(ev.payload, policy, this.o.redaction),
-            kafka_topic: topic,
-            kafka_partition: partition,
-            kafka_offset: message.offset,
-            publicado_em: new Date(publishedMs).toISOString(),
-            ordem_sessao: order?.sessao ?? null,
-            ordem_contador: order?.contador ?? null,
-            ordem_firme: order?.firme ?? null,
-          },
-        });
+        const d = decodeRecord(this.decoder, message, ctx);
+        const r = d instanceof Promise ? await d : d;
+        out.push({ ...r, message });
       } catch (err) {
-        if (err instanceof WireFormatError)
-          out.push({ kind: 'poison', reason: err.reason, detail: err.message, message });
-        else if (err instanceof SchemaValidationError)
-          out.push({ kind: 'poison', reason: 'schema-invalid', detail: err.message, message });
-        else if (this.o.topics.tipoDe(topic) !== undefined && !isRetriable(err)) {
+        if (this.o.topics.tipoDe(topic) !== undefined && !isRetriable(err)) {
           out.push({ kind: 'poison', reason: 'rejected', detail: (err as Error).message, message });
         } else throw err; // registry unavailable: retried for the whole chunk
       }

@@ -126,6 +126,10 @@ export const bridgeEnv = {
     unit: 'MiB',
     doc: "Most mebibytes of records the sequencer's leader holds in memory (ADR 0029).",
   }),
+  BRIDGE_DECODE_THREAD: env.bool({
+    default: true,
+    doc: "Decode, check and redact records on a worker thread of the bridge's own, beside the thread that fetches, stages and orders (docs/bridge.md, ADR 0029); false decodes on that thread.",
+  }),
   BRIDGE_FAULT_COMMIT_JITTER_MS: env.int({
     min: 0,
     max: 10000,

@@ -31,7 +31,7 @@ describe('the log writer with staged and held events interleaved', () => {
     correlacao_id: randomUUID(),
     causation_id: null,
     tenant_id: null,
-    payload: { demanda_id: randomUUID(), texto: 'a\tb\\N\n' },
+    payload: JSON.stringify({ demanda_id: randomUUID(), texto: 'a\tb\\N\n' }),
     kafka_topic: 'writer.demanda.recebida',
     kafka_partition: 0,
     kafka_offset: String(offset++),

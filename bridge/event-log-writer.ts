@@ -18,8 +18,15 @@ export type LogRow = Pick<
   | 'payload'
 >;
 
-/** A row for `core.event_staging`: the log's columns plus where and when it was published. */
-export interface StagedRow extends LogRow {
+/**
+ * A row for `core.event_staging`: the log's columns plus where and when it was published. Its
+ * payload is the redacted payload's JSON text, as `COPY` writes it (made where the record was
+ * decoded: on the decode thread, bridge/decode-thread.ts, the row crosses to the bridge's thread
+ * as strings).
+ */
+export interface StagedRow extends Omit<LogRow, 'payload'> {
+  /** The redacted payload as JSON text. */
+  payload: string;
   kafka_topic: string;
   kafka_partition: number;
   kafka_offset: string;
@@ -47,7 +54,8 @@ export function publishMsOf(recordTimestamp: string | undefined, receivedAt: num
   return Number.isSafeInteger(ms) && ms <= MAX_DATE_MS ? ms : receivedAt;
 }
 
-const STAGING_COLUMNS = [
+/** `core.event_staging`'s columns, in the order `COPY` fills them. */
+export const STAGING_COLUMNS = [
   'event_id',
   'tipo',
   'versao_schema',
@@ -106,7 +114,7 @@ const logValues = (r: StagedRow): CopyValue[] => [
   r.correlacao_id,
   r.causation_id,
   r.tenant_id,
-  JSON.stringify(r.payload),
+  r.payload,
   r.kafka_topic,
   r.kafka_partition,
   r.kafka_offset,
@@ -200,13 +208,31 @@ export interface HeldLine {
 /** Rows as held lines: their log columns as `COPY` text, one buffer for all, a view of it per row. */
 export function heldLines(rows: readonly StagedRow[]): HeldLine[] {
   const ends: number[] = [];
+  return heldLinesOf(rows, logText(rows, ends), ends);
+}
+
+/**
+ * The log's `COPY` lines of `rows` in one buffer of its own (not Node's shared pool, so it can be
+ * transferred between threads), the end of each row's line pushed on `ends`.
+ */
+export function logText(rows: readonly StagedRow[], ends: number[]): Buffer {
   const text = copyLines(rows.map(logValues), ends);
   // a copy of its own: `copyLines`' buffer is sized for the worst case (3 bytes per character)
-  const own = Buffer.from(text);
+  const own = Buffer.allocUnsafeSlow(text.length);
+  text.copy(own);
+  return own;
+}
+
+/** Held lines of `rows` from their `logText` and its `ends`: a view of `text` per row. */
+export function heldLinesOf(
+  rows: ReadonlyArray<Pick<StagedRow, 'event_id' | 'tipo'>>,
+  text: Buffer,
+  ends: ArrayLike<number>,
+): HeldLine[] {
   let start = 0;
   return rows.map((r, i) => {
     const end = ends[i] as number;
-    const held = { event_id: r.event_id, tipo: r.tipo, line: own.subarray(start, end) };
+    const held = { event_id: r.event_id, tipo: r.tipo, line: text.subarray(start, end) };
     start = end;
     return held;
   });

@@ -42,6 +42,7 @@ async function main(): Promise<void> {
     stagingVacuumRows: cfg.BRIDGE_STAGING_VACUUM_ROWS,
     memoryStagingRows: cfg.BRIDGE_MEMORY_STAGING_ROWS,
     memoryStagingBytes: cfg.BRIDGE_MEMORY_STAGING_MB * 1024 * 1024,
+    decodeThread: cfg.BRIDGE_DECODE_THREAD,
     stallAfterMs: cfg.BRIDGE_STALL_AFTER_MS,
     gaugesIntervalMs: cfg.BRIDGE_GAUGES_INTERVAL_MS,
     partitionsAheadMonths: cfg.BRIDGE_PARTITIONS_AHEAD_MONTHS,

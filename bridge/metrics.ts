@@ -127,6 +127,12 @@ export class BridgeMetrics {
     registers: [this.registry],
   });
 
+  readonly decodeThreadRestarts = new Counter({
+    name: 'feromonios_bridge_decode_thread_restarts_total',
+    help: 'Times the decode thread died (bridge/decode-thread.ts): its chunks in flight were retried and the next chunk started a new thread.',
+    registers: [this.registry],
+  });
+
   readonly stagingDepth = new Gauge({
     name: 'feromonios_bridge_staging_depth',
     help: 'Events staged and not yet in core.event_log (at most 100000), as the sequencer last counted: beside its rounds, every 5 s at most; 0 as soon as staging is empty (leader only).',

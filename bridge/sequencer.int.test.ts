@@ -27,7 +27,7 @@ const staged = (ns: string, offset: number, ordem?: { sessao: string; contador: 
     correlacao_id: event_id,
     causation_id: null,
     tenant_id: null,
-    payload: { ...SAMPLE_PAYLOADS['demanda.normalizada'] },
+    payload: JSON.stringify(SAMPLE_PAYLOADS['demanda.normalizada']),
     kafka_topic: `${ns}.evento.demanda.normalizada`,
     kafka_partition: 0,
     kafka_offset: String(offset),
