@@ -158,6 +158,12 @@ describe('the bridge mirrors event topics into core.event_log', () => {
       /feromonios_bridge_decode_thread_restarts_total 1$/m,
     );
     expect(thread.threadId).toBeDefined(); // a new thread decodes the later chunks
+    // the bridge's thread decodes only records whose schema id the thread was not taught yet: a
+    // type's first chunks (and a new thread is taught every id the old one had)
+    const decoded = await metrics.registry.getSingleMetricAsString('feromonios_bridge_decoded_total');
+    const by = (which: string) => Number(new RegExp(`thread="${which}"} (\\d+)`).exec(decoded)?.[1] ?? 0);
+    expect(by('decode')).toBeGreaterThanOrEqual(ids.length - 1000);
+    expect(by('bridge')).toBeLessThan(1000);
     await waitFor(() => bridge.ready(), { message: 'bridge ready after the death' });
   });
 

@@ -4,7 +4,6 @@ import {
   type SchemaCatalog,
   FeromoniosError,
   isRetriable,
-  WireFormatError,
   type Logger,
   type SchemaRegistry,
   type TopicNames,
@@ -1066,30 +1065,25 @@ export class Bridge {
   private async decodeChunk(topic: string, partition: number, messages: KafkaMessage[]): Promise<Decoded[]> {
     const thread = this.decodeThread;
     if (!thread) return this.decodeInline(topic, partition, messages);
-    // the schema ids this chunk names that the thread was not taught: resolved here (the registry,
-    // cached by the decoder) and taught; an id the registry or catalog does not know stays
-    // untaught, and its records come back unresolved and are decoded below, quarantined as inline
-    for (const m of messages) {
-      const v = m.value;
-      if (!v || v.length < 6 || v[0] !== 0) continue;
-      const schemaId = v.readUInt32BE(1);
-      if (thread.knows(schemaId)) continue;
-      try {
-        const versao = await this.decoder.versionOf(schemaId);
-        thread.teach(schemaId, versao.tipo, versao.versao);
-      } catch (err) {
-        if (!(err instanceof WireFormatError)) throw err; // registry unavailable: the chunk is retried
-      }
-    }
     const decoded = await thread.decode(topic, partition, messages);
+    let unresolved = 0;
+    for (const d of decoded) if (d.kind === 'unresolved') unresolved++;
+    this.o.metrics.decoded.inc({ thread: 'decode' }, decoded.length - unresolved);
     const out = new Array<Decoded>(decoded.length);
     for (let i = 0; i < decoded.length; i++) {
       const d = decoded[i] as (typeof decoded)[number];
       const message = messages[i] as KafkaMessage;
       if (d.kind === 'ok') out[i] = { kind: 'ok', row: d.row, message, publishedMs: d.publishedMs, held: d.held };
       else if (d.kind === 'poison') out[i] = { kind: 'poison', reason: d.reason, detail: d.detail, message };
-      else if (d.kind === 'unresolved') out[i] = (await this.decodeInline(topic, partition, [message]))[0] as Decoded;
-      else if (this.o.topics.tipoDe(topic) !== undefined)
+      else if (d.kind === 'unresolved') {
+        // a schema id the thread was not taught: decoded here, asking the registry as inline decoding
+        // does (the same checks in the same order, the same quarantine reason); once it decodes, the
+        // thread is taught the id as the catalog version the record was checked against
+        const own = (await this.decodeInline(topic, partition, [message]))[0] as Decoded;
+        if (own.kind === 'ok')
+          thread.teach((message.value as Buffer).readUInt32BE(1), own.row.tipo, own.row.versao_schema);
+        out[i] = own;
+      } else if (this.o.topics.tipoDe(topic) !== undefined)
         out[i] = { kind: 'poison', reason: 'rejected', detail: d.message, message };
       else throw new Error(d.message);
     }
@@ -1100,6 +1094,7 @@ export class Bridge {
   private async decodeInline(topic: string, partition: number, messages: KafkaMessage[]): Promise<Decoded[]> {
     const out: Decoded[] = [];
     const ctx = { topic, partition, receivedAt: Date.now(), catalog: this.o.catalog, redaction: this.o.redaction };
+    this.o.metrics.decoded.inc({ thread: 'bridge' }, messages.length);
     for (let i = 0; i < messages.length; i++) {
       const message = messages[i] as KafkaMessage;
       // a turn of the event loop every 100 records: decoding is CPU alone (a held chunk does no

@@ -6,13 +6,15 @@
  *
  * The thread runs the very code the bridge's thread runs inline (bridge/record-decoding.ts), on
  * the catalog loaded from the same directory. What crosses:
- * - to the thread, per chunk: the records' values in one transferred buffer, the headers the
- *   decoding reads as strings (`decodedHeaders`), offsets and timestamps; and each schema id the
- *   bridge's decoder resolved (`teach`), as its catalog type and version;
- * - back, per record: the staged row (strings and numbers), or its poison reason, or
- *   `unresolved` — a schema id the thread was not taught: the bridge decodes that record itself
- *   (asking the registry, with the same checks in the same order) — or an unexpected error's
- *   message; and the ok rows' log lines in one transferred buffer.
+ * - to the thread, per chunk: the records' bytes in one transferred buffer (`packRecords`: the
+ *   fetch response's region, copied once) with where each value and each header the decoding
+ *   reads lie in it, offsets and timestamps; and each schema id a record decoded on the bridge's
+ *   thread had (`teach`), as its catalog type and version;
+ * - back, per chunk: each record's status; the ok rows as columns of strings and numbers (no
+ *   object per row crosses); each poison reason, or an unexpected error's message; and the ok
+ *   rows' log lines in one transferred buffer. A record whose schema id the thread was not taught
+ *   comes back `unresolved`: the bridge decodes it itself (asking the registry, with the same
+ *   checks in the same order) and then teaches the thread its id.
  *
  * The thread never talks to the registry, Kafka or PostgreSQL. If it dies, every chunk in flight
  * fails with a retriable error (the bridge retries the chunk, as on a registry outage), the next
@@ -225,11 +227,6 @@ export class DecodeThread {
     },
   ) {}
 
-  /** Whether the schema id was taught (`teach`). */
-  knows(schemaId: number): boolean {
-    return this.taught.has(schemaId);
-  }
-
   /** Tells the thread (this one and any later) which catalog version a registry schema id stands for. */
   teach(schemaId: number, tipo: string, versao: string): void {
     if (this.taught.has(schemaId)) return;
@@ -296,8 +293,6 @@ export class DecodeThread {
       eval: true,
       workerData: { ...opts, taught: [...this.taught].map(([schemaId, v]) => ({ schemaId, ...v })) },
     });
-    // the bridge's process does not wait for an idle thread to end
-    worker.unref();
     let isReady: () => void = () => undefined;
     let notReady: (err: Error) => void = () => undefined;
     this.ready = new Promise<void>((resolve, reject) => {
@@ -306,7 +301,12 @@ export class DecodeThread {
     });
     this.ready.catch(() => undefined); // awaited by start() and each decode
     worker.on('message', (reply: Reply | Ready) => {
-      if (reply.kind === 'ready') return isReady();
+      if (reply.kind === 'ready') {
+        // once started, the bridge's process does not wait for an idle thread to end (until then,
+        // the thread keeps the process up for whoever awaits `start`)
+        worker.unref();
+        return isReady();
+      }
       const p = this.pending.get(reply.id);
       this.pending.delete(reply.id);
       p?.resolve(reply);

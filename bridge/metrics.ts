@@ -127,6 +127,13 @@ export class BridgeMetrics {
     registers: [this.registry],
   });
 
+  readonly decoded = new Counter({
+    name: 'feromonios_bridge_decoded_total',
+    help: "Records decoded, by thread: `decode` (the decode thread) or `bridge` (the bridge's own: BRIDGE_DECODE_THREAD=false, or a schema id the decode thread was not taught yet).",
+    labelNames: ['thread'] as const,
+    registers: [this.registry],
+  });
+
   readonly decodeThreadRestarts = new Counter({
     name: 'feromonios_bridge_decode_thread_restarts_total',
     help: 'Times the decode thread died (bridge/decode-thread.ts): its chunks in flight were retried and the next chunk started a new thread.',
