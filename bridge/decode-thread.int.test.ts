@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import type { IHeaders, KafkaMessage } from 'kafkajs';
 import { EventDecoder, encodeValue } from '../sdk/wire';
 import { SAMPLE_PAYLOADS } from '../sdk/testing';
-import type { EventBus } from '../sdk';
+import { FeromoniosError, type EventBus, type SchemaRegistry } from '../sdk';
 import { registerCleanup } from '../test/harness';
 import { createTestBus } from '../test/harness/bus';
 import { TEST_REDACTION_KEY } from '../test/harness/bridge';
@@ -146,6 +146,11 @@ describe('the decode thread decodes as the bridge’s own thread does', () => {
 
   it('gives the same rows, poison reasons and log lines, record by record (property)', async () => {
     const decoder = new EventDecoder(bus.registry, bus.catalog, maxPayloadBytes);
+    // a registry that is down: what decodes without it never asks it
+    const down = {
+      schemaById: () => Promise.reject(new FeromoniosError('REGISTRY_UNAVAILABLE', 'down', { retriable: true })),
+    };
+    const offlineDecoder = new EventDecoder(down as unknown as SchemaRegistry, bus.catalog, maxPayloadBytes);
     // every id the bridge would teach, but one type's: its records must come back unresolved
     const latest = bus.catalog.tipo('demanda.normalizada')?.versoes.at(-1)?.versao as string;
     const untaught = ids[`demanda.normalizada@${latest}`] as number;
@@ -170,9 +175,14 @@ describe('the decode thread decodes as the bridge’s own thread does', () => {
           const t = fromThread[i];
           const schemaId = m.value && m.value.length >= 6 && m.value[0] === 0 ? m.value.readUInt32BE(1) : undefined;
           if (t?.kind === 'unresolved') {
-            // only a record whose schema id was not taught (its framing and headers passed)
-            got.push({ unresolved: schemaId === untaught || schemaId === 987_654 });
-            want.push({ unresolved: true });
+            // only a record whose schema id was not taught, and one that needs the registry: with
+            // the registry down, this thread's decoding could not quarantine it either
+            const offline = await inline(offlineDecoder, m, before);
+            got.push({
+              unresolved: schemaId === untaught || schemaId === 987_654,
+              needsRegistry: offline.kind === 'error',
+            });
+            want.push({ unresolved: true, needsRegistry: true });
             unresolved++;
             continue;
           }

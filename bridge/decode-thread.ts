@@ -174,6 +174,9 @@ const POISON = 1;
 const UNRESOLVED_RECORD = 2;
 const ERROR = 3;
 
+/** The row's columns that cross back: staging's, but where the record is (the bridge knows it). */
+type CrossingColumn = Exclude<(typeof STAGING_COLUMNS)[number], 'kafka_topic' | 'kafka_partition' | 'kafka_offset'>;
+
 /**
  * A chunk decoded, in columns (no object per row crosses): per record its status; per poison
  * record its reason and detail, per error its message, in `texts`, in order; per ok record its
@@ -184,16 +187,12 @@ type Reply = {
   id: number;
   status: Uint8Array;
   texts: string[];
-  rows: {
-    [K in Exclude<keyof StagedRow, 'kafka_topic' | 'kafka_partition' | 'kafka_offset'>]: Array<StagedRow[K]>;
-  } & { publishedMs: number[] };
+  rows: { [K in CrossingColumn]: Array<StagedRow[K]> } & { publishedMs: number[] };
   /** The ok rows' log lines, in their order; `lineEnds[j]` ends the j-th. */
   lines: Uint8Array;
   lineEnds: Int32Array;
 };
 
-/** The row's columns that cross back: staging's, but where the record is (the bridge knows it). */
-type CrossingColumn = Exclude<(typeof STAGING_COLUMNS)[number], 'kafka_topic' | 'kafka_partition' | 'kafka_offset'>;
 const ROW_COLUMNS = STAGING_COLUMNS.filter(
   (c): c is CrossingColumn => c !== 'kafka_topic' && c !== 'kafka_partition' && c !== 'kafka_offset',
 );
