@@ -1,10 +1,13 @@
 import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import fc from 'fast-check';
 import { createTestDatabase, readTopic, testKafka, waitFor, type TestDatabase } from '../test/harness';
 import { createTestBus, SEED_EVENTS } from '../test/harness/bus';
 import { logRows, startTestBridge } from '../test/harness/bridge';
 import { SAMPLE_PAYLOADS } from '../sdk/testing';
-import { encodeValue } from '../sdk/wire';
+import { encodeValue, SchemaCatalog } from '../sdk/wire';
 import { jsonLogger, type EventBus } from '../sdk';
 import { QUARANTINE_HEADERS, type Bridge } from './bridge';
 import type { DecodeThread } from './decode-thread';
@@ -325,4 +328,26 @@ describe('no personal data reaches PostgreSQL (property)', () => {
     const leaked = precise.filter((v) => dump.includes(v));
     expect(leaked).toEqual([]);
   }, 120_000);
+});
+
+describe('the bridge’s start', () => {
+  it('fails when its decode thread cannot start, and leaves nothing running: no consumer in its group', async () => {
+    const bus = await createTestBus();
+    const db = await createTestDatabase();
+    // an event topic to subscribe to: its consumer joins while the thread starts
+    await bus.publicar({
+      tipo: 'demanda.categorizada',
+      origem: 'D-3',
+      payload: { ...SAMPLE_PAYLOADS['demanda.categorizada'] },
+    });
+    // a catalog whose directory is gone by the time the thread loads it (the bridge's own copy is in memory)
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'feromonios-catalog-'));
+    fs.cpSync(bus.catalog.dir, dir, { recursive: true });
+    const catalog = SchemaCatalog.load(dir);
+    fs.rmSync(dir, { recursive: true, force: true });
+    await expect(startTestBridge(bus, db, { catalog })).rejects.toThrow(/feromonios-catalog-/);
+    const admin = await testKafka().admin();
+    const { groups } = await admin.describeGroups([`${bus.topics.namespace}-bridge`]);
+    expect(groups[0]?.members ?? []).toEqual([]);
+  }, 60_000);
 });
