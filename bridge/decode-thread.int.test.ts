@@ -256,4 +256,44 @@ describe('the decode thread decodes as the bridge’s own thread does', () => {
     await expect(t.decode('t', 0, [m])).rejects.toMatchObject({ code: 'INTERRUPTED', retriable: true });
     expect(deaths).toHaveLength(1); // closing is not a death
   });
+
+  it('ends a thread that answers nothing while chunks wait (hung) as a dead one: chunks retried, the death counted, a new thread goes on; a busy thread that answers is left alone', async () => {
+    const deaths: Error[] = [];
+    const t = new DecodeThread({
+      catalogDir: bus.catalog.dir,
+      redaction,
+      maxPayloadBytes,
+      onDeath: (e) => deaths.push(e),
+      answerWithinMs: 1000,
+    });
+    registerCleanup(() => t.close());
+    const versao = bus.catalog.tipo('demanda.recebida')?.versoes.at(-1)?.versao as string;
+    t.teach(ids[`demanda.recebida@${versao}`] as number, 'demanda.recebida', versao);
+    await t.start();
+    const first = t.threadId;
+    const m = message(
+      {
+        tipo: 'demanda.recebida',
+        roll: 1,
+        payload: { ...SAMPLE_PAYLOADS['demanda.recebida'] },
+        headers: {},
+        framing: 'ok',
+        timestamp: '1',
+      },
+      5,
+    );
+    // busy for less than the limit: the chunk waits and is answered by the same thread
+    t.stall(500);
+    expect((await t.decode('t', 0, [m]))[0]?.kind).toBe('ok');
+    expect(t.threadId).toBe(first);
+    expect(deaths).toHaveLength(0);
+    // busy far longer than the limit: taken for hung, ended, its chunk failed retriably
+    t.stall(60_000);
+    await expect(t.decode('t', 0, [m])).rejects.toMatchObject({ code: 'INTERRUPTED', retriable: true });
+    expect(deaths.map((e) => e.message)).toEqual([expect.stringMatching(/answered nothing for 1000 ms/)]);
+    const again = await t.decode('t', 0, [m]);
+    expect(again[0]?.kind).toBe('ok');
+    expect(t.threadId).not.toBe(first);
+    expect(deaths).toHaveLength(1); // the hung thread's exit is not counted again
+  }, 30_000);
 });

@@ -37,6 +37,13 @@ export interface DecodeThreadOptions {
   maxPayloadBytes: number;
 }
 
+/**
+ * How long the thread may answer nothing while chunks wait for it before it is taken for hung:
+ * it is then ended as a dead one is (its chunks retried on a new thread, the death counted). A
+ * chunk of 20,000 records decodes in well under a second.
+ */
+export const DEFAULT_ANSWER_WITHIN_MS = 30_000;
+
 /** One record as the thread decoded it. */
 export type ThreadDecoded =
   | { kind: 'ok'; row: StagedRow; publishedMs: number; held: HeldLine }
@@ -163,6 +170,7 @@ export function unpackRecord(p: Omit<PackedRecords, 'bytes'>, bytes: Buffer, i: 
 
 type Request =
   | { kind: 'learn'; schemaId: number; tipo: string; versao: string }
+  | { kind: 'stall'; ms: number }
   | ({ kind: 'decode'; id: number; topic: string; partition: number; receivedAt: number } & PackedRecords);
 
 /** The thread loaded its catalog and waits for chunks. */
@@ -218,11 +226,17 @@ export class DecodeThread {
   private readonly taught = new Map<number, { tipo: string; versao: string }>();
   private nextId = 1;
   private closed = false;
+  /** Ends the running thread as dead with this error (it is taken for hung). */
+  private endHung: ((err: Error) => void) | undefined;
+  /** Fires when the thread has answered nothing for `answerWithinMs` while chunks wait. */
+  private watchdog: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly o: DecodeThreadOptions & {
       /** Called when a thread died (its error): for the restarts counter and the log. */
       onDeath?(err: Error): void;
+      /** See `DEFAULT_ANSWER_WITHIN_MS`. */
+      answerWithinMs?: number;
     },
   ) {}
 
@@ -247,6 +261,7 @@ export class DecodeThread {
       throw new FeromoniosError('INTERRUPTED', 'the decode thread died while it started', { retriable: true });
     const reply = await new Promise<Reply>((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
+      if (this.pending.size === 1) this.armWatchdog();
       const request: Request = { kind: 'decode', id, topic, partition, receivedAt: Date.now(), ...packed };
       worker.postMessage(request, [packed.bytes.buffer as ArrayBuffer, packed.index.buffer as ArrayBuffer]);
     });
@@ -281,6 +296,24 @@ export class DecodeThread {
     await this.worker?.terminate();
   }
 
+  /** Test hook: makes the running thread busy for `ms` (it answers nothing meanwhile), as a hung one. */
+  stall(ms: number): void {
+    this.worker?.postMessage({ kind: 'stall', ms } satisfies Request);
+  }
+
+  /** (Re)starts the watchdog while chunks wait for the thread; stops it when none does. */
+  private armWatchdog(): void {
+    clearTimeout(this.watchdog);
+    this.watchdog = undefined;
+    if (this.pending.size === 0) return;
+    const ms = this.o.answerWithinMs ?? DEFAULT_ANSWER_WITHIN_MS;
+    this.watchdog = setTimeout(
+      () => this.endHung?.(new Error(`it answered nothing for ${ms} ms with ${this.pending.size} chunk(s) waiting`)),
+      ms,
+    );
+    this.watchdog.unref();
+  }
+
   private started(): Worker {
     if (this.worker) return this.worker;
     const opts: DecodeThreadOptions = {
@@ -308,6 +341,7 @@ export class DecodeThread {
       }
       const p = this.pending.get(reply.id);
       this.pending.delete(reply.id);
+      this.armWatchdog();
       p?.resolve(reply);
     });
     const died = (err: Error) => {
@@ -323,6 +357,10 @@ export class DecodeThread {
     };
     worker.on('error', died);
     worker.on('exit', (code) => died(new Error(`exited with code ${code}`)));
+    this.endHung = (err) => {
+      died(err); // first: the exit that follows is then not this thread's death again
+      void worker.terminate();
+    };
     this.worker = worker;
     return worker;
   }
@@ -330,6 +368,7 @@ export class DecodeThread {
   private failPending(err: Error): void {
     const all = [...this.pending.values()];
     this.pending.clear();
+    this.armWatchdog();
     for (const p of all) p.reject(err);
   }
 }
@@ -361,6 +400,10 @@ export function serveDecoding(): void {
   port.on('message', (req: Request) => {
     if (req.kind === 'learn') {
       learn(req.schemaId, req.tipo, req.versao);
+      return;
+    }
+    if (req.kind === 'stall') {
+      for (const until = Date.now() + req.ms; Date.now() < until;);
       return;
     }
     void decodeRequest(req).then(
