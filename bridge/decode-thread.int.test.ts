@@ -8,7 +8,7 @@ import { registerCleanup } from '../test/harness';
 import { createTestBus } from '../test/harness/bus';
 import { TEST_REDACTION_KEY } from '../test/harness/bridge';
 import { DecodeThread, type ThreadDecoded } from './decode-thread';
-import { heldLines } from './event-log-writer';
+import { heldLines } from './log-lines';
 import { decodeRecord, poisonOf, type RecordDecoded } from './record-decoding';
 
 /**
@@ -219,19 +219,20 @@ describe('the decode thread decodes as the bridge’s own thread does', () => {
     expect(unresolved).toBeGreaterThan(0);
   });
 
-  it('fails the chunks in flight when the thread dies, retriably, and decodes the next on a new thread', async () => {
+  /** A started thread taught `demanda.recebida`, the deaths it reports, its id, and a record of that type. */
+  async function startedThread(o: { answerWithinMs?: number } = {}) {
     const deaths: Error[] = [];
     const t = new DecodeThread({
       catalogDir: bus.catalog.dir,
       redaction,
       maxPayloadBytes,
       onDeath: (e) => deaths.push(e),
+      ...o,
     });
     registerCleanup(() => t.close());
     const versao = bus.catalog.tipo('demanda.recebida')?.versoes.at(-1)?.versao as string;
     t.teach(ids[`demanda.recebida@${versao}`] as number, 'demanda.recebida', versao);
     await t.start();
-    const first = t.threadId;
     const m = message(
       {
         tipo: 'demanda.recebida',
@@ -243,6 +244,11 @@ describe('the decode thread decodes as the bridge’s own thread does', () => {
       },
       5,
     );
+    return { t, deaths, first: t.threadId, m };
+  }
+
+  it('fails the chunks in flight when the thread dies, retriably, and decodes the next on a new thread', async () => {
+    const { t, deaths, first, m } = await startedThread();
     const many = Array.from({ length: 20_000 }, () => m);
     const inFlight = t.decode('t', 0, many);
     await t.kill();
@@ -258,30 +264,7 @@ describe('the decode thread decodes as the bridge’s own thread does', () => {
   });
 
   it('ends a thread that answers nothing while chunks wait (hung) as a dead one: chunks retried, the death counted, a new thread goes on; a busy thread that answers is left alone', async () => {
-    const deaths: Error[] = [];
-    const t = new DecodeThread({
-      catalogDir: bus.catalog.dir,
-      redaction,
-      maxPayloadBytes,
-      onDeath: (e) => deaths.push(e),
-      answerWithinMs: 1000,
-    });
-    registerCleanup(() => t.close());
-    const versao = bus.catalog.tipo('demanda.recebida')?.versoes.at(-1)?.versao as string;
-    t.teach(ids[`demanda.recebida@${versao}`] as number, 'demanda.recebida', versao);
-    await t.start();
-    const first = t.threadId;
-    const m = message(
-      {
-        tipo: 'demanda.recebida',
-        roll: 1,
-        payload: { ...SAMPLE_PAYLOADS['demanda.recebida'] },
-        headers: {},
-        framing: 'ok',
-        timestamp: '1',
-      },
-      5,
-    );
+    const { t, deaths, first, m } = await startedThread({ answerWithinMs: 1000 });
     // busy for less than the limit: the chunk waits and is answered by the same thread
     t.stall(500);
     expect((await t.decode('t', 0, [m]))[0]?.kind).toBe('ok');
