@@ -41,7 +41,8 @@ import { recordFailure, recordResolved, type DeadLetterRecord } from './dead-let
 import { dlqDepths, publishDlqDepths } from './dlq-depth';
 import { recordRetentionGap } from './retention-gap-writer';
 import { colonyGroupLags, publishGroupLags } from './group-lag';
-import { heldLines, stageEvents, type HeldLine, type StagedRow } from './event-log-writer';
+import { stageEvents } from './event-log-writer';
+import { heldLines, type HeldLine, type StagedRow } from './log-lines';
 import { DecodeThread } from './decode-thread';
 import { decodeRecord } from './record-decoding';
 import { refusable, writeIsolatingRefused } from './refused-rows';

@@ -24,9 +24,9 @@
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import path from 'node:path';
 import type { KafkaMessage } from 'kafkajs';
-import { FeromoniosError, type SchemaRegistry } from '../sdk';
-import { EventDecoder, SchemaCatalog, schemaUrn, type OpcoesRedacao } from '../sdk/wire';
-import { STAGING_COLUMNS, heldLinesOf, logText, type HeldLine, type StagedRow } from './event-log-writer';
+import type { SchemaRegistry } from '../sdk';
+import { EventDecoder, FeromoniosError, SchemaCatalog, schemaUrn, type OpcoesRedacao } from '../sdk/wire';
+import { STAGING_COLUMNS, heldLinesOf, logText, type HeldLine, type StagedRow } from './log-lines';
 import { DECODED_HEADERS, decodeRecord, type PoisonReason, type RecordIn } from './record-decoding';
 
 /** What the thread is started with. */

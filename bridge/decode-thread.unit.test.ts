@@ -1,3 +1,5 @@
+import { execFileSync } from 'node:child_process';
+import path from 'node:path';
 import fc from 'fast-check';
 import type { IHeaders } from 'kafkajs';
 import { headerString } from '../sdk/wire';
@@ -108,5 +110,22 @@ describe('packRecords / unpackRecord (the decode thread’s records)', () => {
     // two records a megabyte apart in one buffer: the pieces, not the megabyte between them
     const apart = [together[0] as RecordIn, { ...(together[1] as RecordIn), value: big.subarray(1024 * 1024 - 90) }];
     expect(packRecords(apart).bytes.byteLength).toBe(90 + 10 + 90 + 10);
+  });
+});
+
+describe('what the decode thread loads', () => {
+  it('the wire contract and the log lines, none of the bridge’s Kafka, PostgreSQL, metrics or tracing modules', () => {
+    // as the thread starts (threadSource): tsx, then this module, in a process of its own
+    const script = `require(${JSON.stringify(require.resolve('tsx/cjs/api'))}).register();
+      require(${JSON.stringify(path.join(__dirname, 'decode-thread.ts'))});
+      const packages = new Set(Object.keys(require.cache).flatMap((k) => {
+        const m = /node_modules\\/((?:@[^/]+\\/)?[^/]+)/.exec(k);
+        return m ? [m[1]] : [];
+      }));
+      process.stdout.write(JSON.stringify([...packages].sort()));`;
+    const loaded = JSON.parse(execFileSync(process.execPath, ['-e', script], { encoding: 'utf8' })) as string[];
+    expect(loaded).toContain('ajv'); // the catalog's validators: the check is of what it loads, not of nothing
+    const heavy = loaded.filter((p) => /^(kafkajs|pg|pg-pool|prom-client|@opentelemetry\/.*)$/.test(p));
+    expect(heavy).toEqual([]);
   });
 });

@@ -1,14 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
 import { createTestDatabase, type TestDatabase } from '../test/harness';
-import {
-  heldLines,
-  prepareLogChunk,
-  stageEvents,
-  writeEventLog,
-  type LogRun,
-  type StagedRow,
-} from './event-log-writer';
+import { prepareLogChunk, stageEvents, writeEventLog, type LogRun } from './event-log-writer';
+import { heldLines, type StagedRow } from './log-lines';
 
 /**
  * `writeEventLog` against PostgreSQL with chunks that mix the two sources the sequencer writes

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { copyLines } from './copy-text';
-import { heldLines, LOG_COLUMNS, publishMsOf, type StagedRow } from './event-log-writer';
+import { heldLines, LOG_COLUMNS, publishMsOf, type StagedRow } from './log-lines';
 
 describe('publishMsOf (the record timestamp the sequencer orders by)', () => {
   const received = Date.parse('2026-12-01T12:00:00Z');

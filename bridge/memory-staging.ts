@@ -19,7 +19,7 @@
  */
 
 import { compareStaged, type StagedRef } from './causal-order';
-import type { HeldLine } from './event-log-writer';
+import type { HeldLine } from './log-lines';
 import { frontierMetadata } from './staging-frontier';
 
 /** `BRIDGE_MEMORY_STAGING_ROWS`'s default: a 200,000-event backlog fits (BENCHMARKS.md, ADR 0029). */

@@ -5,17 +5,19 @@
  */
 
 import type { KafkaMessage } from 'kafkajs';
-import { SchemaValidationError, WireFormatError, type EventoConsultado, type SchemaCatalog } from '../sdk';
+import type { EventoConsultado, SchemaCatalog } from '../sdk';
 import {
   HEADER,
   ORDER_HEADER,
   headerString,
   parseOrder,
   redactPayload,
+  SchemaValidationError,
+  WireFormatError,
   type EventDecoder,
   type OpcoesRedacao,
 } from '../sdk/wire';
-import { publishMsOf, type StagedRow } from './event-log-writer';
+import { publishMsOf, type StagedRow } from './log-lines';
 
 /** What of a Kafka record the decoding reads. */
 export type RecordIn = Pick<KafkaMessage, 'value' | 'headers' | 'offset' | 'timestamp'>;

@@ -13,7 +13,7 @@
  * sequencer then finds it in staging, as before.
  */
 
-import { MAX_DATE_MS, type StagedRow } from './event-log-writer';
+import { MAX_DATE_MS, type StagedRow } from './log-lines';
 
 const PREFIX = 'feromonios.fronteira=';
 

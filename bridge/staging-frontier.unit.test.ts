@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { MAX_DATE_MS as MAX_MS } from './event-log-writer';
+import { MAX_DATE_MS as MAX_MS } from './log-lines';
 import { frontierMetadata, frontierOf, stagedFrontier } from './staging-frontier';
 
 describe('a staged frontier in the committed offset’s metadata', () => {

@@ -18,6 +18,8 @@ export {
   parseHeaders,
 } from './wire-format';
 export { DLQ_HEADERS, DLQ_OUTCOME_HEADER, ORDER_HEADER, REPROCESS_HEADERS, parseOrder } from './headers';
+/** The errors the decoder throws, for code that loads the wire contract alone (the bridge's decode thread). */
+export { FeromoniosError, SchemaValidationError, WireFormatError } from '../errors';
 export {
   MAX_MESSAGE_BYTES,
   TopicNames,
