@@ -350,4 +350,42 @@ describe('the bridge’s start', () => {
     const { groups } = await admin.describeGroups([`${bus.topics.namespace}-bridge`]);
     expect(groups[0]?.members ?? []).toEqual([]);
   }, 60_000);
+
+  it('decodes on its own thread for a while when its decode thread keeps dying (here: it can no longer load its catalog)', async () => {
+    const bus = await createTestBus();
+    const db = await createTestDatabase();
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'feromonios-catalog-'));
+    fs.cpSync(bus.catalog.dir, dir, { recursive: true });
+    const { bridge, metrics } = await startTestBridge(bus, db, { catalog: SchemaCatalog.load(dir) });
+    const thread = (bridge as unknown as { decodeThread: DecodeThread }).decodeThread;
+    const publish = async (n: number) => {
+      const ids = Array.from({ length: n }, () => randomUUID());
+      await bus.publicarLote(
+        ids.map((event_id) => ({
+          tipo: 'demanda.categorizada',
+          origem: 'D-3',
+          event_id,
+          payload: { ...SAMPLE_PAYLOADS['demanda.categorizada'] },
+        })),
+      );
+      return ids;
+    };
+    const metric = async (name: string, labels = '') =>
+      Number(
+        new RegExp(`^${name}${labels.replace(/[{}]/g, '\\$&')} (\\d+)$`, 'm').exec(
+          await metrics.registry.getSingleMetricAsString(name),
+        )?.[1] ?? 0,
+      );
+    const first = await publish(10);
+    await waitFor(async () => (await count(db)) === first.length);
+    // every thread started from now on dies while it loads its catalog
+    fs.rmSync(dir, { recursive: true, force: true });
+    await thread.kill();
+    const later = await publish(10);
+    await waitFor(async () => (await count(db)) === first.length + later.length, { timeoutMs: 60_000 });
+    expect(await metric('feromonios_bridge_decode_thread_restarts_total')).toBe(3); // the kill, then two threads that never loaded
+    expect(await metric('feromonios_bridge_decode_thread_fallbacks_total')).toBe(1);
+    expect(await metric('feromonios_bridge_decoded_total', '{thread="bridge"}')).toBeGreaterThanOrEqual(later.length);
+    await waitFor(() => bridge.ready(), { message: 'bridge ready while it decodes on its own thread' });
+  }, 90_000);
 });

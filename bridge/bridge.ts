@@ -163,6 +163,15 @@ const FETCH_RESPONSE_BYTES = 10 * FETCH_PARTITION_BYTES;
 /** Records decoded between turns of the event loop (`decodeChunk`): ~5 ms of CPU. */
 const DECODE_TURN_RECORDS = 100;
 
+/**
+ * Deaths of the decode thread in a row (no chunk decoded there between them) after which the
+ * bridge decodes on its own thread for `DECODE_INLINE_FOR_MS`, then tries a thread again: a
+ * thread that cannot live (it cannot load its modules, a limit it hits every time) would
+ * otherwise stop every partition, retried with backoff, for as long as it lasts.
+ */
+const DECODE_THREAD_DEATHS_BEFORE_INLINE = 3;
+const DECODE_INLINE_FOR_MS = 5 * 60_000;
+
 /** What the sequencer orders a held event by (bridge/causal-order.ts); staged now, by this process's clock. */
 function heldRef(row: StagedRow, publishedMs: number): StagedRef {
   return {
@@ -238,6 +247,10 @@ export class Bridge {
   private readonly decoder: EventDecoder;
   /** Where records are decoded, unless `decodeThread: false` (then on this thread). */
   private readonly decodeThread: DecodeThread | undefined;
+  /** Deaths of the decode thread since it last decoded a chunk. */
+  private threadDeathsInARow = 0;
+  /** Until when records are decoded on this thread, the decode thread having died too often (ms since the epoch). */
+  private inlineUntil = 0;
   private readonly lanes: Lane[];
   private producer: SessionProducer | undefined;
   private admin: Admin | undefined;
@@ -295,6 +308,14 @@ export class Bridge {
               o.metrics.decodeThreadRestarts.inc();
               o.logger.error('the decode thread died: its chunks in flight are decoded again on a new one', {
                 error: scrubText(err.message, undefined, 300),
+              });
+              if (++this.threadDeathsInARow < DECODE_THREAD_DEATHS_BEFORE_INLINE || this.stopping) return;
+              this.threadDeathsInARow = 0;
+              this.inlineUntil = Date.now() + DECODE_INLINE_FOR_MS;
+              o.metrics.decodeThreadFallbacks.inc();
+              o.logger.error("the decode thread keeps dying: records are decoded on the bridge's thread for a while", {
+                deaths_in_a_row: DECODE_THREAD_DEATHS_BEFORE_INLINE,
+                inline_ms: DECODE_INLINE_FOR_MS,
               });
             },
           });
@@ -1075,8 +1096,9 @@ export class Bridge {
 
   private async decodeChunk(topic: string, partition: number, messages: KafkaMessage[]): Promise<Decoded[]> {
     const thread = this.decodeThread;
-    if (!thread) return this.decodeInline(topic, partition, messages);
+    if (!thread || Date.now() < this.inlineUntil) return this.decodeInline(topic, partition, messages);
     const decoded = await thread.decode(topic, partition, messages);
+    this.threadDeathsInARow = 0;
     let unresolved = 0;
     for (const d of decoded) if (d.kind === 'unresolved') unresolved++;
     this.o.metrics.decoded.inc({ thread: 'decode' }, decoded.length - unresolved);
@@ -1094,11 +1116,20 @@ export class Bridge {
         if (own.kind === 'ok')
           thread.teach((message.value as Buffer).readUInt32BE(1), own.row.tipo, own.row.versao_schema);
         out[i] = own;
-      } else if (this.o.topics.tipoDe(topic) !== undefined)
-        out[i] = { kind: 'poison', reason: 'rejected', detail: d.message, message };
-      else throw new Error(d.message);
+      } else out[i] = this.rejectedOrThrow(topic, new Error(d.message), message); // (the thread's errors are never retriable)
     }
     return out;
+  }
+
+  /**
+   * A record whose decoding threw `err`, neither a poison reason nor a registry outage: on an event
+   * topic it is the record's fault, quarantined as `rejected`; a retriable error (the registry
+   * unavailable), or any error on another topic, is thrown and the chunk retried.
+   */
+  private rejectedOrThrow(topic: string, err: unknown, message: KafkaMessage): Decoded {
+    if (this.o.topics.tipoDe(topic) !== undefined && !isRetriable(err))
+      return { kind: 'poison', reason: 'rejected', detail: (err as Error).message, message };
+    throw err;
   }
 
   /** `decodeChunk` on this thread. */
@@ -1118,9 +1149,7 @@ export class Bridge {
         const r = d instanceof Promise ? await d : d;
         out.push({ ...r, message });
       } catch (err) {
-        if (this.o.topics.tipoDe(topic) !== undefined && !isRetriable(err)) {
-          out.push({ kind: 'poison', reason: 'rejected', detail: (err as Error).message, message });
-        } else throw err; // registry unavailable: retried for the whole chunk
+        out.push(this.rejectedOrThrow(topic, err, message));
       }
     }
     return out;

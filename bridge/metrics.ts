@@ -140,6 +140,12 @@ export class BridgeMetrics {
     registers: [this.registry],
   });
 
+  readonly decodeThreadFallbacks = new Counter({
+    name: 'feromonios_bridge_decode_thread_fallbacks_total',
+    help: 'Times the decode thread died several times in a row and the bridge decoded on its own thread for a while instead (bridge/bridge.ts).',
+    registers: [this.registry],
+  });
+
   readonly stagingDepth = new Gauge({
     name: 'feromonios_bridge_staging_depth',
     help: 'Events staged and not yet in core.event_log (at most 100000), as the sequencer last counted: beside its rounds, every 5 s at most; 0 as soon as staging is empty (leader only).',
