@@ -264,19 +264,34 @@ describe('the decode thread decodes as the bridge’s own thread does', () => {
   });
 
   it('ends a thread that answers nothing while chunks wait (hung) as a dead one: chunks retried, the death counted, a new thread goes on; a busy thread that answers is left alone', async () => {
-    const { t, deaths, first, m } = await startedThread({ answerWithinMs: 1000 });
+    const { t, deaths, first, m } = await startedThread({ answerWithinMs: 2000 });
     // busy for less than the limit: the chunk waits and is answered by the same thread
-    t.stall(500);
+    t.stall(300);
     expect((await t.decode('t', 0, [m]))[0]?.kind).toBe('ok');
     expect(t.threadId).toBe(first);
     expect(deaths).toHaveLength(0);
     // busy far longer than the limit: taken for hung, ended, its chunk failed retriably
     t.stall(60_000);
     await expect(t.decode('t', 0, [m])).rejects.toMatchObject({ code: 'INTERRUPTED', retriable: true });
-    expect(deaths.map((e) => e.message)).toEqual([expect.stringMatching(/answered nothing for 1000 ms/)]);
+    expect(deaths.map((e) => e.message)).toEqual([expect.stringMatching(/answered nothing for 2000 ms/)]);
     const again = await t.decode('t', 0, [m]);
     expect(again[0]?.kind).toBe('ok');
     expect(t.threadId).not.toBe(first);
     expect(deaths).toHaveLength(1); // the hung thread's exit is not counted again
   }, 30_000);
+
+  it('takes a thread that has not loaded its catalog within the limit for hung: start() rejects retriably, the death counted', async () => {
+    const deaths: Error[] = [];
+    // no thread loads its modules and catalog within 1 ms
+    const t = new DecodeThread({
+      catalogDir: bus.catalog.dir,
+      redaction,
+      maxPayloadBytes,
+      onDeath: (e) => deaths.push(e),
+      answerWithinMs: 1,
+    });
+    registerCleanup(() => t.close());
+    await expect(t.start()).rejects.toMatchObject({ code: 'INTERRUPTED', retriable: true });
+    expect(deaths.map((e) => e.message)).toEqual(['it did not load its catalog within 1 ms']);
+  });
 });

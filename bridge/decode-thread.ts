@@ -332,8 +332,15 @@ export class DecodeThread {
       notReady = reject;
     });
     this.ready.catch(() => undefined); // awaited by start() and each decode
+    // a thread that has not loaded its catalog within the limit is taken for hung too
+    const limit = this.o.answerWithinMs ?? DEFAULT_ANSWER_WITHIN_MS;
+    const loading = setTimeout(() => {
+      if (this.worker === worker) this.endHung?.(new Error(`it did not load its catalog within ${limit} ms`));
+    }, limit);
+    loading.unref();
     worker.on('message', (reply: Reply | Ready) => {
       if (reply.kind === 'ready') {
+        clearTimeout(loading);
         // once started, the bridge's process does not wait for an idle thread to end (until then,
         // the thread keeps the process up for whoever awaits `start`)
         worker.unref();
@@ -345,6 +352,7 @@ export class DecodeThread {
       p?.resolve(reply);
     });
     const died = (err: Error) => {
+      clearTimeout(loading);
       const e = new FeromoniosError('INTERRUPTED', `the decode thread died: ${err.message}`, {
         retriable: true,
         cause: err,
