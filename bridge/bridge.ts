@@ -368,7 +368,7 @@ export class Bridge {
   }
 
   async start(): Promise<void> {
-    // the decode thread starts (its modules and catalog: ~0.3 s, up to ~1 s on a slow machine)
+    // the decode thread starts (its modules and catalog: ~0.2 s, bridge/log-lines.ts says why so little)
     // while the clients connect, the topics and partitions are checked and the consumers join; a
     // batch fetched before it is ready waits for it, once. start() resolves once it is ready and
     // rejects if it cannot start, stopping whatever it started

@@ -219,8 +219,8 @@ describe('the decode thread decodes as the bridge’s own thread does', () => {
     expect(unresolved).toBeGreaterThan(0);
   });
 
-  /** A started thread taught `demanda.recebida`, the deaths it reports, its id, and a record of that type. */
-  async function startedThread(o: { answerWithinMs?: number } = {}) {
+  /** A thread not started yet (closed after the file), and the deaths it reports. */
+  function newThread(o: { answerWithinMs?: number } = {}) {
     const deaths: Error[] = [];
     const t = new DecodeThread({
       catalogDir: bus.catalog.dir,
@@ -230,6 +230,12 @@ describe('the decode thread decodes as the bridge’s own thread does', () => {
       ...o,
     });
     registerCleanup(() => t.close());
+    return { t, deaths };
+  }
+
+  /** A started thread taught `demanda.recebida`, the deaths it reports, its id, and a record of that type. */
+  async function startedThread(o: { answerWithinMs?: number } = {}) {
+    const { t, deaths } = newThread(o);
     const versao = bus.catalog.tipo('demanda.recebida')?.versoes.at(-1)?.versao as string;
     t.teach(ids[`demanda.recebida@${versao}`] as number, 'demanda.recebida', versao);
     await t.start();
@@ -281,16 +287,8 @@ describe('the decode thread decodes as the bridge’s own thread does', () => {
   }, 30_000);
 
   it('takes a thread that has not loaded its catalog within the limit for hung: start() rejects retriably, the death counted', async () => {
-    const deaths: Error[] = [];
     // no thread loads its modules and catalog within 1 ms
-    const t = new DecodeThread({
-      catalogDir: bus.catalog.dir,
-      redaction,
-      maxPayloadBytes,
-      onDeath: (e) => deaths.push(e),
-      answerWithinMs: 1,
-    });
-    registerCleanup(() => t.close());
+    const { t, deaths } = newThread({ answerWithinMs: 1 });
     await expect(t.start()).rejects.toMatchObject({ code: 'INTERRUPTED', retriable: true });
     expect(deaths.map((e) => e.message)).toEqual(['it did not load its catalog within 1 ms']);
   });

@@ -269,8 +269,9 @@ export class DecodeThread {
   }
 
   /**
-   * Starts the thread and waits until it has loaded its catalog (~1 s under tsx on a busy
-   * machine), so the first chunks do not wait for it. Rejects if it cannot start.
+   * Starts the thread and waits until it has loaded its catalog (~0.2 s), so chunks sent later do
+   * not wait for it (the bridge calls it first in its own start). Rejects if it cannot start, or
+   * has not loaded within the answer limit (`DEFAULT_ANSWER_WITHIN_MS`).
    */
   async start(): Promise<void> {
     this.started();
