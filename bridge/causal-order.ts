@@ -40,7 +40,7 @@ export interface StagedRef {
 
 export interface RoundContext {
   /** Which of the round's causes are already in `core.event_log`. */
-  inLog: ReadonlySet<string>;
+  inLog: Pick<ReadonlySet<string>, 'has'>;
   /** The database clock now, in milliseconds since the epoch. */
   now: number;
   /** Longest hold of an event whose cause is missing, in milliseconds. */
@@ -57,7 +57,7 @@ export interface RoundContext {
    * they never come), or the first of them has waited `esperaMs`.
    */
   sessoes?: {
-    ultimo: ReadonlyMap<string, number>;
+    ultimo: Pick<ReadonlyMap<string, number>, 'get'>;
     firme?: ReadonlyMap<string, number>;
     esperaMs: number;
     /**

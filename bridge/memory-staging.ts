@@ -222,10 +222,11 @@ export class MemoryStaging {
     return out;
   }
 
-  /** How many held events were published before `cut` (counting stops at `limit`). */
-  countBefore(cut: number, limit: number): number {
+  /** How many held events were published before `cut` (counting stops at `limit`), those in `except` left out. */
+  countBefore(cut: number, limit: number, except?: ReadonlySet<string>): number {
     let n = 0;
-    for (const m of this.byId.values()) if (m.ref.publicado_em < cut && ++n >= limit) break;
+    for (const m of this.byId.values())
+      if (m.ref.publicado_em < cut && !except?.has(m.ref.event_id) && ++n >= limit) break;
     return n;
   }
 

@@ -114,6 +114,9 @@ describe('MemoryStaging (ADR 0029)', () => {
     expect(m.below(new Map(), 160).map((r) => r.ref.publicado_em)).toEqual([100, 150]);
     expect(m.countBefore(250, 10)).toBe(3);
     expect(m.countBefore(250, 2)).toBe(2);
+    // those being written (a plan made ahead leaves them out) are not counted
+    const [first] = m.below(new Map(), 110);
+    expect(m.countBefore(250, 10, new Set([first!.ref.event_id]))).toBe(2);
     expect(m.staged(T, 0)).toEqual({ upTo: 3n, frontier: 300 });
     expect(m.staged(T, 7)).toBeUndefined();
   });

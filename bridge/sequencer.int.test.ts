@@ -58,7 +58,7 @@ function startSequencer(
   pool: TestDatabase['pool'],
   ns: string,
   o: Pick<OpcoesSequencer, 'admin' | 'vacuumEveryRows' | 'batchSize' | 'pollMs'> &
-    Partial<Pick<OpcoesSequencer, 'orderSkewMs' | 'maxIdleMs' | 'roundLimit' | 'orderGapMs'>>,
+    Partial<Pick<OpcoesSequencer, 'orderSkewMs' | 'maxIdleMs' | 'roundLimit' | 'orderGapMs' | 'commitJitterMs'>>,
 ): { sequencer: Sequencer; metrics: BridgeMetrics } {
   const metrics = new BridgeMetrics();
   const sequencer = new Sequencer({
@@ -381,6 +381,49 @@ describe('a backlog', () => {
     // the bridge commits every few chunks: partition 1 is staged to 4,000 but committed to 3,000,
     // with the publish time of record 2,999 — the cut must follow what was committed
     await expect(backlogMovedByCuts('with the frontier')).resolves.toBeUndefined();
+  });
+});
+
+describe('rounds planned ahead (ADR 0029)', () => {
+  it('the next round is planned while the last chunk is written: it leaves that chunk out and counts on it — a session’s counters run across rounds with no gap, every event once, in order', async () => {
+    const db = await createTestDatabase();
+    const ns = randomNamespace();
+    const admin = await connectedAdmin();
+    // one producer session, counters 1..4,000 with no settled mark (a gap would hold, not settle)
+    const s = randomUUID();
+    const events = Array.from({ length: 4000 }, (_, i) => staged(ns, i, { sessao: s, contador: i + 1, firme: 0 }));
+    await stageEvents(db.pool, events);
+    // rounds of 1,000, each one chunk (the write chunk is 5,000): every round after the first is
+    // planned while the one before writes, and each write waits up to 1 s before its COMMIT, so
+    // the plan is made before it ends. A gap expires at once (1 ms): a plan that did not count the
+    // chunk being written would see its session's counters jump by 1,000 and say so
+    const { metrics } = startSequencer(db.pool, ns, {
+      admin: () => admin,
+      vacuumEveryRows: 0,
+      batchSize: 100,
+      pollMs: 20,
+      roundLimit: 1000,
+      orderGapMs: 1,
+      commitJitterMs: 1000,
+    });
+    await waitFor(async () => (await logIds(db)).length === 4000, { timeoutMs: 60_000, message: '4,000 in the log' });
+    expect(await logIds(db)).toEqual(events.map((e) => e.event_id));
+    const value = async (
+      m: { get(): Promise<{ values: Array<{ value: number; metricName?: string }> }> },
+      name?: string,
+    ) =>
+      (await m.get()).values
+        .filter((v) => name === undefined || v.metricName === name)
+        .reduce((n, v) => n + v.value, 0);
+    expect(await value(metrics.orderGapExpired)).toBe(0);
+    expect(await value(metrics.duplicates)).toBe(0);
+    // four writes of 1,000: none read again what the write before it was writing
+    expect(await value(metrics.batchSize, 'feromonios_bridge_batch_size_count')).toBe(4);
+    expect(await value(metrics.batchSize, 'feromonios_bridge_batch_size_sum')).toBe(4000);
+    // and no plan made ahead came out empty while events waited (its read is not used up by the
+    // chunk being written): the four that wrote, and one planned beside the last write that found
+    // nothing more
+    expect(await value(metrics.rounds, 'feromonios_bridge_sequencer_round_seconds_count')).toBeLessThanOrEqual(5);
   });
 });
 

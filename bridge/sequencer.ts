@@ -2,7 +2,7 @@ import type { Admin } from 'kafkajs';
 import type pg from 'pg';
 import type { Logger } from '../sdk';
 import { backoffDelay, setNewest, sleep } from '../sdk/service';
-import { orderRound, type StagedRef } from './causal-order';
+import { orderRound, type RoundOrder, type StagedRef } from './causal-order';
 import {
   prepareLogChunk,
   STAGING_CHANNEL,
@@ -110,6 +110,12 @@ const FAILING_AFTER = 3;
  */
 const CUT_AFTER_MS = 250;
 
+/**
+ * How often a round planned ahead, after a cut that wrote something, looks for its cut: it starts
+ * while the round before writes its last chunk, when little past that chunk is staged yet.
+ */
+const CUT_AHEAD_MS = 25;
+
 /** How often, at most, the leader counts staging for its depth gauge. */
 const DEPTH_EVERY_MS = 5000;
 
@@ -123,6 +129,74 @@ interface Committed {
 
 /** What a round's cut did: none taken, it wrote events, or it wrote nothing (every event below it held). */
 type LastCut = 'none' | 'wrote' | 'empty';
+
+/** A round planned (`Sequencer.plan`): what it writes, in order, and what it needs to write it. */
+interface Plan {
+  started: bigint;
+  /** The memory's epoch and the leadership term it was planned in. */
+  epoch: number;
+  term: number;
+  cut: number | undefined;
+  incompleto: boolean;
+  order: RoundOrder;
+  fromMemory: Map<StagedRef, MemoryRow>;
+  /** `order.write` in write chunks. */
+  chunks: StagedRef[][];
+  /** The first chunk's held events probed and their lines joined, started with the plan. */
+  first: Promise<PreparedChunk> | undefined;
+}
+
+/**
+ * The events of a round's last chunk, written while the next round is planned: that plan leaves
+ * them out and counts on them as written.
+ */
+interface InFlight {
+  ids: ReadonlySet<string>;
+  /** Per producer session, the highest counter among them. */
+  counters: ReadonlyMap<string, number>;
+  /** Those staged in the table (not held in memory): a cut's count of the table finds them too. */
+  fromTable: readonly StagedRef[];
+  /** Their write failed: the plan counting on them stops where it is (`Sequencer.dropAhead`). */
+  dropped?: boolean;
+}
+
+/** The next round's plan, made while the last chunk of the round before is written. */
+interface Ahead {
+  plan: Promise<Plan | undefined>;
+  inFlight: InFlight;
+  /** Whether every event of that chunk was written or found in the log (none refused): else the plan is made again. */
+  counted(): boolean;
+  /** That chunk's write result. */
+  wrote(result: WriteResult): void;
+}
+
+function inFlightOf(chunk: readonly StagedRef[], fromMemory: ReadonlyMap<StagedRef, MemoryRow>): InFlight {
+  const ids = new Set<string>();
+  const counters = new Map<string, number>();
+  const fromTable: StagedRef[] = [];
+  for (const r of chunk) {
+    ids.add(r.event_id);
+    if (!fromMemory.has(r)) fromTable.push(r);
+    if (r.ordem_sessao === null || r.ordem_contador === null) continue;
+    const c = counters.get(r.ordem_sessao);
+    if (c === undefined || r.ordem_contador > c) counters.set(r.ordem_sessao, r.ordem_contador);
+  }
+  return { ids, counters, fromTable };
+}
+
+/** The sessions' last counters written, with those of a chunk in flight counted as written. */
+function lastCounters(
+  written: ReadonlyMap<string, number>,
+  inFlight: ReadonlyMap<string, number>,
+): Pick<ReadonlyMap<string, number>, 'get'> {
+  return {
+    get(sessao) {
+      const a = written.get(sessao);
+      const b = inFlight.get(sessao);
+      return a === undefined ? b : b === undefined ? a : Math.max(a, b);
+    },
+  };
+}
 
 /**
  * Moves staged events into `core.event_log` in causal and publish order (docs/ordering.md).
@@ -158,6 +232,12 @@ export class Sequencer {
   private failures = 0;
   /** What the last round's cut did. */
   private lastCut: LastCut = 'none';
+  /** The next round's plan, made while the last round wrote its last chunk (ADR 0029, "Rounds planned ahead"). */
+  private ahead: Ahead | undefined;
+  /** Counts leadership taken and lost: a plan made in an earlier term is made again. */
+  private term = 0;
+  /** Plans made ahead and dropped, until they settle (`stop()` waits for them). */
+  private dropped: Promise<void> = Promise.resolve();
   /** The VACUUM of staging under way, if any: it runs beside the rounds, one at a time. */
   private vacuuming: Promise<void> | undefined;
   /** The count of staging for its depth gauge under way, if any, and when the last one started. */
@@ -168,7 +248,8 @@ export class Sequencer {
   /**
    * Events in a round's first `core.event_log` transaction (rows come from PostgreSQL itself, so
    * larger chunks than staging's), and the least a cut moves. Small, so the log's writes start at
-   * once: the first chunk's preparation is the only one no write overlaps.
+   * once: the first chunk's preparation is the only one no write overlaps — unless the round was
+   * planned ahead, beside the write before it (its first chunk is then `laterChunk`).
    */
   private readonly moveChunk: number;
   /**
@@ -191,6 +272,8 @@ export class Sequencer {
     this.stopping = true;
     this.wake();
     await this.loop;
+    this.dropAhead();
+    await this.dropped;
     await this.vacuuming;
     await this.counting;
     this.releaseLeadership();
@@ -248,6 +331,7 @@ export class Sequencer {
       client.on('notification', () => this.wake());
       await client.query(`LISTEN ${STAGING_CHANNEL}`);
       this.client = client;
+      this.term++;
       // another leader may have written since this one last led: what it remembers is then stale.
       // Kept when the log's last sequence number is still the last one this instance wrote: a
       // round that failed (Kafka unavailable, say) lets go of the lock, and forgetting the
@@ -273,6 +357,8 @@ export class Sequencer {
     const client = this.client;
     if (!client) return;
     this.client = undefined;
+    this.term++;
+    this.dropAhead(); // planned for this term
     this.o.metrics.sequencerLeader.set(0);
     // what it held in memory was never committed: Kafka gives it to whoever stages it next
     if (this.o.memory?.close()) this.o.onMemoryDropped?.();
@@ -299,8 +385,35 @@ export class Sequencer {
     this.signalled = false;
   }
 
-  /** One round; whether it wrote anything. */
+  /**
+   * One round; whether it wrote anything. Its plan — what it writes, in order — was made while
+   * the round before wrote its last chunk, when that one left one (`ahead`), else it is made now.
+   */
   private async round(): Promise<boolean> {
+    const ahead = this.ahead;
+    this.ahead = undefined;
+    let plan = ahead ? await ahead.plan : await this.plan(this.lastCut);
+    // a plan made ahead counted on the round before's last chunk being written whole: one of its
+    // events refused (quarantined, not in the log) or leadership changed meanwhile, it is made again
+    if (
+      ahead &&
+      (!ahead.counted() || (plan && (plan.term !== this.term || (this.o.memory?.epoch ?? 0) !== plan.epoch)))
+    )
+      plan = await this.plan(this.lastCut);
+    if (!plan) return false;
+    return this.write(plan);
+  }
+
+  /**
+   * Plans a round: waits for its barrier or a cut (`waitForStaging`), reads what is staged below
+   * it and orders it (bridge/causal-order.ts). `undefined` when nothing is staged, the sequencer
+   * stops, or the memory's epoch ended meanwhile.
+   *
+   * `inFlight`: the events of the round before's last chunk, written meanwhile (a plan made
+   * ahead). They are left out of the plan, and the plan counts on them as written: as causes in
+   * the log, as their sessions' last counters (rule 2), not as events below its cut.
+   */
+  private async plan(lastCut: LastCut, inFlight?: InFlight): Promise<Plan | undefined> {
     const { rows: looked } = await this.o.pool.query<{ staged: boolean }>(
       'SELECT EXISTS (SELECT 1 FROM core.event_staging WHERE starts_with(kafka_topic, $1)) AS staged',
       [this.o.topicPrefix],
@@ -309,7 +422,7 @@ export class Sequencer {
     if (!looked[0]?.staged && !memory?.size) {
       this.o.metrics.stagingDepth.set(0);
       this.o.metrics.causalHeld.set(0);
-      return false;
+      return undefined;
     }
     this.countStaging();
     const started = process.hrtime.bigint();
@@ -317,14 +430,17 @@ export class Sequencer {
     // events (leadership lost, the events lane rejoined), they come again from Kafka — the round
     // gives up rather than write later events without them
     const epoch = memory?.epoch ?? 0;
+    const term = this.term;
     const snapshot = await this.snapshot();
-    const { cut, incompleto } = await this.waitForStaging(snapshot, this.lastCut);
-    if (this.stopping) return false;
-    if (cut !== undefined) this.o.metrics.sequencerCuts.inc();
-    const { refs, now, fromMemory } = await this.readRound(snapshot, cut, epoch);
-    if (memory && memory.epoch !== epoch) return false;
-    const causes = [...new Set(refs.map((r) => r.causation_id).filter((c): c is string => c !== null))];
-    const inLog = new Set(
+    const { cut, incompleto } = await this.waitForStaging(snapshot, lastCut, inFlight);
+    if (this.stopping || inFlight?.dropped) return undefined;
+    const read = await this.readRound(snapshot, cut, epoch, inFlight);
+    if (memory && memory.epoch !== epoch) return undefined;
+    const { refs, now, fromMemory } = read;
+    const causes = [
+      ...new Set(refs.map((r) => r.causation_id).filter((c): c is string => c !== null && !inFlight?.ids.has(c))),
+    ];
+    const found = new Set(
       causes.length === 0
         ? []
         : (
@@ -335,17 +451,51 @@ export class Sequencer {
           ).rows.map((r) => r.event_id),
     );
     const order = orderRound(refs, {
-      inLog,
+      inLog: inFlight ? { has: (id) => found.has(id) || inFlight.ids.has(id) } : found,
       now,
       holdMs: this.o.causalHoldMs,
       sessoes: {
-        ultimo: this.ultimoContador,
+        ultimo: inFlight ? lastCounters(this.ultimoContador, inFlight.counters) : this.ultimoContador,
         firme: this.lembrarMarcas(refs),
         esperaMs: this.o.orderGapMs,
         // a partition given up may hold acknowledged counters not staged yet: marks prove nothing
         incompleto,
       },
     });
+    // a plan made ahead has its first chunk prepared beside the write before it: no reason to keep
+    // that chunk small (a round of 5,500 events is one transaction, not 5,000 and 500)
+    const chunks: StagedRef[][] = [];
+    const firstSize = inFlight ? this.laterChunk : this.moveChunk;
+    for (let i = 0, size = firstSize; i < order.write.length; i += size, size = this.laterChunk)
+      chunks.push(order.write.slice(i, i + size));
+    const first = this.prepare(chunks[0], fromMemory);
+    return { started, epoch, term, cut, incompleto, order, fromMemory, chunks, first };
+  }
+
+  /**
+   * The held events of a chunk probed and their lines joined (ADR 0029), started now: while the
+   * chunk before commits, or while a plan is made ahead.
+   */
+  private prepare(
+    chunk: StagedRef[] | undefined,
+    fromMemory: ReadonlyMap<StagedRef, MemoryRow>,
+  ): Promise<PreparedChunk> | undefined {
+    if (!chunk || fromMemory.size === 0) return undefined;
+    const p = prepareLogChunk(this.o.pool, this.runsOf(chunk, fromMemory));
+    p.catch(() => undefined); // awaited when written; a chunk never written (stopping, a failure, a plan dropped) must not be an unhandled rejection
+    return p;
+  }
+
+  /**
+   * Writes a planned round, chunk after chunk; once its last chunk is being written (and the
+   * round wrote something), the next round is planned beside it (`ahead`), so the log's writer
+   * does not wait for the next round's snapshot, read and order (ADR 0029, "Rounds planned
+   * ahead"). Returns whether it wrote anything.
+   */
+  private async write(plan: Plan): Promise<boolean> {
+    const { epoch, cut, incompleto, order, fromMemory, chunks } = plan;
+    const memory = this.o.memory;
+    if (cut !== undefined) this.o.metrics.sequencerCuts.inc();
     for (const r of order.released) {
       this.o.metrics.causalHoldExpired.inc();
       this.o.logger.warn('cause did not reach the log in time: effect written without it', {
@@ -368,22 +518,16 @@ export class Sequencer {
       );
     }
     this.o.metrics.causalHeld.set(order.held.length);
-    const chunks: StagedRef[][] = [];
-    for (let i = 0, size = this.moveChunk; i < order.write.length; i += size, size = this.laterChunk)
-      chunks.push(order.write.slice(i, i + size));
+    // a cut whose events were all held (causes or predecessors missing) moved nothing: the next
+    // round waits for its barrier instead, so held events never keep rounds short of it
+    const lastCut: LastCut = cut === undefined ? 'none' : order.write.length === 0 ? 'empty' : 'wrote';
     // the next chunk's held events are probed and their lines joined while this one commits (ADR 0029)
-    const prepare = (chunk: StagedRef[] | undefined) => {
-      if (!chunk || fromMemory.size === 0) return undefined;
-      const p = prepareLogChunk(this.o.pool, this.runsOf(chunk, fromMemory));
-      p.catch(() => undefined); // awaited below; a chunk never written (stopping, a failure) must not be an unhandled rejection
-      return p;
-    };
-    let next = prepare(chunks[0]);
+    let next = plan.first;
     // a chunk's write, once the one before it is written: the next chunk's preparation starts with it
     const write = (k: number) => {
       const p = (async () => {
         const prepared = await next;
-        next = prepare(chunks[k + 1]);
+        next = this.prepare(chunks[k + 1], fromMemory);
         const t0 = process.hrtime.bigint();
         const result = await this.move(chunks[k] as StagedRef[], prepared, fromMemory);
         this.o.metrics.insertDuration.observe(Number(process.hrtime.bigint() - t0) / 1e9);
@@ -392,43 +536,86 @@ export class Sequencer {
       p.catch(() => undefined); // awaited below; a failure then fails the round
       return p;
     };
+    // the next round is planned while the last chunk is written, counting on it
+    const planAhead = (k: number) => {
+      if (k !== chunks.length - 1 || this.stopping) return;
+      const chunk = chunks[k] as StagedRef[];
+      const inFlight = inFlightOf(chunk, fromMemory);
+      let written: number | undefined;
+      const ahead: Ahead = {
+        plan: this.plan(lastCut, inFlight),
+        inFlight,
+        counted: () => written === chunk.length,
+        wrote: (result) => {
+          written = result.inserted.length + result.duplicates.length;
+        },
+      };
+      ahead.plan.catch(() => undefined); // awaited by the next round, or dropped with a failed one
+      this.ahead = ahead;
+    };
     let writing = chunks.length > 0 ? write(0) : undefined;
+    planAhead(0);
     // the events lane's offsets are committed behind the writes, in order: the next chunk is
     // written meanwhile (a commit never fails a round: the bridge logs it, ADR 0029)
     let committing = Promise.resolve();
-    for (const [k, chunk] of chunks.entries()) {
-      if (!writing) break; // stopping: what is left stays staged (or in Kafka) for the next leader
-      const result = await writing;
-      // the next chunk is written while this one's bookkeeping runs (~10 ms per 5,000 events,
-      // PostgreSQL idle meanwhile): the log's lock is free, this chunk is committed
-      writing = k + 1 < chunks.length && !this.stopping ? write(k + 1) : undefined;
-      this.o.metrics.batchSize.observe(result.inserted.length);
-      this.o.metrics.duplicates.inc(result.duplicates.length);
-      const porTipo = new Map<string, number>();
-      for (const r of result.inserted) porTipo.set(r.tipo, (porTipo.get(r.tipo) ?? 0) + 1);
-      for (const [tipo, n] of porTipo) this.o.metrics.inserted.inc({ tipo }, n);
-      if (result.lastSequence !== null) {
-        this.o.metrics.highestSequence.set(Number(result.lastSequence));
-        this.ultimaSequencia = result.lastSequence;
+    try {
+      for (const [k, chunk] of chunks.entries()) {
+        if (!writing) break; // stopping: what is left stays staged (or in Kafka) for the next leader
+        const result = await writing;
+        // the next chunk is written while this one's bookkeeping runs (~10 ms per 5,000 events,
+        // PostgreSQL idle meanwhile): the log's lock is free, this chunk is committed
+        writing = k + 1 < chunks.length && !this.stopping ? write(k + 1) : undefined;
+        if (k === chunks.length - 1) this.ahead?.wrote(result);
+        this.o.metrics.batchSize.observe(result.inserted.length);
+        this.o.metrics.duplicates.inc(result.duplicates.length);
+        const porTipo = new Map<string, number>();
+        for (const r of result.inserted) porTipo.set(r.tipo, (porTipo.get(r.tipo) ?? 0) + 1);
+        for (const [tipo, n] of porTipo) this.o.metrics.inserted.inc({ tipo }, n);
+        if (result.lastSequence !== null) {
+          this.o.metrics.highestSequence.set(Number(result.lastSequence));
+          this.ultimaSequencia = result.lastSequence;
+        }
+        this.lembrarContadores(chunk);
+        const held = chunk.flatMap((r) => fromMemory.get(r) ?? []);
+        this.leftStaging += chunk.length - held.length;
+        // their offsets no longer wait for them (ADR 0029, rule 1)
+        if (memory && held.length > 0) {
+          const points = memory.settle(epoch, held);
+          committing = committing.then(() => this.commit(points));
+          committing.catch(() => undefined); // awaited after the loop; a round failing first must not leave it unhandled
+        }
+        this.o.logger.debug('batch written', {
+          inserted: result.inserted.length,
+          duplicates: result.duplicates.length,
+        });
+        // (after the bookkeeping: the plan ahead reads memory with this chunk settled)
+        if (writing) planAhead(k + 1);
       }
-      this.lembrarContadores(chunk);
-      const held = chunk.flatMap((r) => fromMemory.get(r) ?? []);
-      this.leftStaging += chunk.length - held.length;
-      // their offsets no longer wait for them (ADR 0029, rule 1)
-      if (memory && held.length > 0) {
-        const points = memory.settle(epoch, held);
-        committing = committing.then(() => this.commit(points));
-        committing.catch(() => undefined); // awaited after the loop; a round failing first must not leave it unhandled
-      }
-      this.o.logger.debug('batch written', { inserted: result.inserted.length, duplicates: result.duplicates.length });
+      await committing;
+    } catch (err) {
+      this.dropAhead();
+      throw err;
     }
-    // a cut whose events were all held (causes or predecessors missing) moved nothing: the next
-    // round waits for its barrier instead, so held events never keep rounds short of it
-    await committing;
-    this.lastCut = cut === undefined ? 'none' : order.write.length === 0 ? 'empty' : 'wrote';
+    this.lastCut = lastCut;
     this.vacuumStaging();
-    this.o.metrics.rounds.observe(Number(process.hrtime.bigint() - started) / 1e9);
+    this.o.metrics.rounds.observe(Number(process.hrtime.bigint() - plan.started) / 1e9);
     return order.write.length > 0;
+  }
+
+  /**
+   * Drops the plan made ahead, if any (a failed round: the next one plans anew): it stops at its
+   * next look at the partitions, and `stop()` waits for it.
+   */
+  private dropAhead(): void {
+    const ahead = this.ahead;
+    if (!ahead) return;
+    this.ahead = undefined;
+    ahead.inFlight.dropped = true;
+    const dropped = ahead.plan.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.dropped = Promise.all([this.dropped, dropped]).then(() => undefined);
   }
 
   /**
@@ -583,12 +770,14 @@ export class Sequencer {
   private async waitForStaging(
     snapshot: Snapshot,
     lastCut: LastCut,
+    inFlight?: InFlight,
   ): Promise<{ cut: number | undefined; incompleto: boolean }> {
     const key = (t: string, p: number) => `${t}\u0000${p}`;
     const lastMove = new Map<string, { offset: bigint; at: number }>();
     const mayCut = lastCut !== 'empty';
     let cutLookedAt = lastCut === 'wrote' ? 0 : Date.now();
-    for (let first = true; !this.stopping; first = false) {
+    const lookEvery = inFlight && lastCut === 'wrote' ? CUT_AHEAD_MS : CUT_AFTER_MS;
+    for (let first = true; !this.stopping && !inFlight?.dropped; first = false) {
       const committed = await this.stagedOffsets(snapshot);
       const now = Date.now();
       let incompleto = false;
@@ -607,11 +796,12 @@ export class Sequencer {
         return s.high > 0n && c < s.high;
       });
       if (lagging.length === 0) return { cut: undefined, incompleto };
-      if (mayCut && now - cutLookedAt >= CUT_AFTER_MS) {
+      if (mayCut && now - cutLookedAt >= lookEvery) {
         cutLookedAt = now;
         const cut = await this.cutBelow(
           lagging,
           lagging.map((l) => committed.get(key(l.topic, l.partition))?.frontier),
+          inFlight,
         );
         if (cut !== undefined) return { cut, incompleto };
       }
@@ -648,22 +838,29 @@ export class Sequencer {
    * `committed` are the lagging partitions' frontiers as their committed offsets carry them (ADR
    * 0027), in `lagging`'s order; when one is unknown, all are found in staging instead.
    */
-  private async cutBelow(lagging: Snapshot, committed: Array<number | undefined>): Promise<number | undefined> {
+  private async cutBelow(
+    lagging: Snapshot,
+    committed: Array<number | undefined>,
+    inFlight: InFlight | undefined,
+  ): Promise<number | undefined> {
     const frontiers = committed.every((f): f is number => f !== undefined)
       ? committed
       : await this.frontiersInStaging(lagging);
     if (frontiers === undefined) return undefined;
     const cut = Math.min(...frontiers) - this.o.orderSkewMs;
-    const held = this.o.memory?.countBefore(cut, this.moveChunk) ?? 0;
+    const held = this.o.memory?.countBefore(cut, this.moveChunk, inFlight?.ids) ?? 0;
     if (held >= this.moveChunk) return cut;
+    // the table's events being written count for nothing (the plan leaves them out)
+    let writing = 0;
+    for (const r of inFlight?.fromTable ?? []) if (r.publicado_em < cut) writing++;
     const { rows } = await this.o.pool.query<{ below: number }>(
       `SELECT count(*)::int AS below
          FROM (SELECT 1 FROM core.event_staging s
                 WHERE starts_with(s.kafka_topic, $1) AND s.publicado_em < to_timestamp($2::float8 / 1000)
                 LIMIT $3) b`,
-      [this.o.topicPrefix, cut, this.moveChunk - held],
+      [this.o.topicPrefix, cut, this.moveChunk - held + writing],
     );
-    return (rows[0]?.below ?? 0) + held >= this.moveChunk ? cut : undefined;
+    return (rows[0]?.below ?? 0) - writing + held >= this.moveChunk ? cut : undefined;
   }
 
   /**
@@ -728,18 +925,30 @@ export class Sequencer {
    * ones held in memory (ADR 0029) — all of them when the table's fit, else those before the
    * table's last, so a round never writes a later event before an earlier one it left for the
    * next. A held event staged in the table too (a redelivery staged while this instance did not
-   * lead) is settled at once as a duplicate: the table's copy is written.
+   * lead) is settled at once as a duplicate: the table's copy is written. The events of
+   * `inFlight` (a plan made ahead) are left out.
    */
   private async readRound(
     snapshot: Snapshot,
     cut: number | undefined,
     epoch: number,
+    inFlight?: InFlight,
   ): Promise<{ refs: StagedRef[]; now: number; fromMemory: Map<StagedRef, MemoryRow> }> {
-    const { refs, now } = await this.readStaging(snapshot, cut);
+    // the table's events being written are still there until their chunk commits: read past them
+    const read = await this.readStaging(snapshot, cut, inFlight?.fromTable.length ?? 0);
+    const { now } = read;
+    const refs = inFlight
+      ? read.refs.filter((r) => !inFlight.ids.has(r.event_id)).slice(0, this.o.roundLimit)
+      : read.refs;
     const memory = this.o.memory;
     if (!memory || memory.size === 0) return { refs, now, fromMemory: new Map() };
     const high = new Map(snapshot.map((s) => [`${s.topic}\u0000${s.partition}`, s.high]));
-    const { fromMemory, twice } = mergeHeld(refs, memory.below(high, cut), this.o.roundLimit);
+    const below = memory.below(high, cut);
+    const { fromMemory, twice } = mergeHeld(
+      refs,
+      inFlight ? below.filter((m) => !inFlight.ids.has(m.ref.event_id)) : below,
+      this.o.roundLimit,
+    );
     if (twice.length > 0) {
       this.o.metrics.duplicates.inc(twice.length);
       await this.commit(memory.settle(epoch, twice));
@@ -747,8 +956,12 @@ export class Sequencer {
     return { refs, now: refs.length === fromMemory.size ? Date.now() : now, fromMemory };
   }
 
-  /** The table's part of `readRound`. */
-  private async readStaging(snapshot: Snapshot, cut: number | undefined): Promise<{ refs: StagedRef[]; now: number }> {
+  /** The table's part of `readRound`: at most `roundLimit` rows, and `more`. */
+  private async readStaging(
+    snapshot: Snapshot,
+    cut: number | undefined,
+    more = 0,
+  ): Promise<{ refs: StagedRef[]; now: number }> {
     // one text field per row (tab-separated; every field is a uuid, a number or a topic name,
     // none holds a tab): a round is up to 50,000 rows, and node-pg's cost is per field
     const { rows } = await this.o.pool.query<{ r: string }>(
@@ -768,7 +981,7 @@ export class Sequencer {
         snapshot.map((s) => s.topic),
         snapshot.map((s) => s.partition),
         snapshot.map((s) => s.high.toString()),
-        this.o.roundLimit,
+        this.o.roundLimit + more,
         this.o.topicPrefix,
         cut ?? null,
       ],
