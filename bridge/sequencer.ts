@@ -236,6 +236,8 @@ export class Sequencer {
   private ahead: Ahead | undefined;
   /** Counts leadership taken and lost: a plan made in an earlier term is made again. */
   private term = 0;
+  /** The queue of the events lane's commits (`queueCommit`). */
+  private commits: Promise<void> = Promise.resolve();
   /** Plans made ahead and dropped, until they settle (`stop()` waits for them). */
   private dropped: Promise<void> = Promise.resolve();
   /** The VACUUM of staging under way, if any: it runs beside the rounds, one at a time. */
@@ -581,7 +583,7 @@ export class Sequencer {
         // their offsets no longer wait for them (ADR 0029, rule 1)
         if (memory && held.length > 0) {
           const points = memory.settle(epoch, held);
-          committing = committing.then(() => this.commit(points));
+          committing = this.queueCommit(points);
           committing.catch(() => undefined); // awaited after the loop; a round failing first must not leave it unhandled
         }
         this.o.logger.debug('batch written', {
@@ -715,6 +717,17 @@ export class Sequencer {
   /** Commits the events lane's offsets held events kept back (the bridge's consumer; a failure is its to log). */
   private async commit(points: CommitPoint[]): Promise<void> {
     if (points.length > 0) await this.o.commitStaged?.(points);
+  }
+
+  /**
+   * `commit`, after every commit queued before it: a round's commits run behind its writes, and
+   * a plan made ahead may settle duplicates meanwhile — in one queue, a partition's offsets reach
+   * Kafka in the order they were settled, never a lower one after a higher one.
+   */
+  private queueCommit(points: CommitPoint[]): Promise<void> {
+    const p = this.commits.then(() => this.commit(points));
+    this.commits = p.catch(() => undefined);
+    return p;
   }
 
   /**
@@ -951,7 +964,7 @@ export class Sequencer {
     );
     if (twice.length > 0) {
       this.o.metrics.duplicates.inc(twice.length);
-      await this.commit(memory.settle(epoch, twice));
+      await this.queueCommit(memory.settle(epoch, twice));
     }
     return { refs, now: refs.length === fromMemory.size ? Date.now() : now, fromMemory };
   }
