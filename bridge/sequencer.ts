@@ -360,7 +360,7 @@ export class Sequencer {
     if (!client) return;
     this.client = undefined;
     this.term++;
-    this.dropAhead(); // planned for this term
+    this.dropAhead(); // a plan made ahead belongs to the term that ends
     this.o.metrics.sequencerLeader.set(0);
     // what it held in memory was never committed: Kafka gives it to whoever stages it next
     if (this.o.memory?.close()) this.o.onMemoryDropped?.();
@@ -409,7 +409,7 @@ export class Sequencer {
   /**
    * Plans a round: waits for its barrier or a cut (`waitForStaging`), reads what is staged below
    * it and orders it (bridge/causal-order.ts). `undefined` when nothing is staged, the sequencer
-   * stops, or the memory's epoch ended meanwhile.
+   * stops, the memory's epoch ended meanwhile, or the plan (made ahead) was dropped.
    *
    * `inFlight`: the events of the round before's last chunk, written meanwhile (a plan made
    * ahead). They are left out of the plan, and the plan counts on them as written: as causes in
@@ -605,8 +605,8 @@ export class Sequencer {
   }
 
   /**
-   * Drops the plan made ahead, if any (a failed round: the next one plans anew): it stops at its
-   * next look at the partitions, and `stop()` waits for it.
+   * Drops the plan made ahead, if any (a failed round, leadership lost, a stop: the next round
+   * plans anew): it stops at its next look at the partitions, and `stop()` waits for it.
    */
   private dropAhead(): void {
     const ahead = this.ahead;
@@ -779,6 +779,10 @@ export class Sequencer {
    * or `undefined` when the barrier was reached; and whether a partition given up is still short
    * of the snapshot (`incompleto`: what Kafka acknowledged is then not all staged, so a producer's
    * settled mark does not prove a missing counter is not coming — bridge/causal-order.ts).
+   *
+   * For a plan made ahead (`inFlight`), the events being written count for nothing below a cut,
+   * after a cut that wrote something a cut is looked for every `CUT_AHEAD_MS`, and the wait ends
+   * when the plan is dropped.
    */
   private async waitForStaging(
     snapshot: Snapshot,
