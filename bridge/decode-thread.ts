@@ -302,12 +302,17 @@ export class DecodeThread {
     this.worker?.postMessage({ kind: 'stall', ms } satisfies Request);
   }
 
+  /** How long the thread may answer nothing (or take to load) before it is taken for hung. */
+  private get answerWithinMs(): number {
+    return this.o.answerWithinMs ?? DEFAULT_ANSWER_WITHIN_MS;
+  }
+
   /** (Re)starts the watchdog while chunks wait for the thread; stops it when none does. */
   private armWatchdog(): void {
     clearTimeout(this.watchdog);
     this.watchdog = undefined;
     if (this.pending.size === 0) return;
-    const ms = this.o.answerWithinMs ?? DEFAULT_ANSWER_WITHIN_MS;
+    const ms = this.answerWithinMs;
     this.watchdog = setTimeout(
       () => this.endHung?.(new Error(`it answered nothing for ${ms} ms with ${this.pending.size} chunk(s) waiting`)),
       ms,
@@ -334,7 +339,7 @@ export class DecodeThread {
     });
     this.ready.catch(() => undefined); // awaited by start() and each decode
     // a thread that has not loaded its catalog within the limit is taken for hung too
-    const limit = this.o.answerWithinMs ?? DEFAULT_ANSWER_WITHIN_MS;
+    const limit = this.answerWithinMs;
     const loading = setTimeout(() => {
       if (this.worker === worker) this.endHung?.(new Error(`it did not load its catalog within ${limit} ms`));
     }, limit);

@@ -206,9 +206,9 @@ export class MemoryStaging {
   /**
    * The held events below `high` of their partition (every partition's high watermark of a
    * round's snapshot; a partition it does not know is taken whole) and, with a cut, published
-   * before it.
+   * before it; those in `except` left out.
    */
-  below(high: ReadonlyMap<string, bigint>, cut: number | undefined): MemoryRow[] {
+  below(high: ReadonlyMap<string, bigint>, cut: number | undefined, except?: ReadonlySet<string>): MemoryRow[] {
     const out: MemoryRow[] = [];
     for (const p of this.parts.values()) {
       const hw = high.get(key(p.topic, p.partition));
@@ -216,7 +216,7 @@ export class MemoryStaging {
         const m = p.rows[i] as MemoryRow;
         if (m.settled) continue;
         if (hw !== undefined && BigInt(m.ref.kafka_offset) >= hw) break;
-        if (cut === undefined || m.ref.publicado_em < cut) out.push(m);
+        if ((cut === undefined || m.ref.publicado_em < cut) && !except?.has(m.ref.event_id)) out.push(m);
       }
     }
     return out;

@@ -117,6 +117,7 @@ describe('MemoryStaging (ADR 0029)', () => {
     // those being written (a plan made ahead leaves them out) are not counted
     const [first] = m.below(new Map(), 110);
     expect(m.countBefore(250, 10, new Set([first!.ref.event_id]))).toBe(2);
+    expect(m.below(new Map(), 160, new Set([first!.ref.event_id])).map((r) => r.ref.publicado_em)).toEqual([150]);
     expect(m.staged(T, 0)).toEqual({ upTo: 3n, frontier: 300 });
     expect(m.staged(T, 7)).toBeUndefined();
   });

@@ -164,10 +164,11 @@ interface InFlight {
 interface Ahead {
   plan: Promise<Plan | undefined>;
   inFlight: InFlight;
-  /** Whether every event of that chunk was written or found in the log (none refused): else the plan is made again. */
-  counted(): boolean;
-  /** That chunk's write result. */
-  wrote(result: WriteResult): void;
+  /**
+   * Set when that chunk's write ends: whether every one of its events was written or found in
+   * the log (none refused). Not set, or false: the plan is made again.
+   */
+  whole?: boolean;
 }
 
 function inFlightOf(chunk: readonly StagedRef[], fromMemory: ReadonlyMap<StagedRef, MemoryRow>): InFlight {
@@ -397,10 +398,7 @@ export class Sequencer {
     let plan = ahead ? await ahead.plan : await this.plan(this.lastCut);
     // a plan made ahead counted on the round before's last chunk being written whole: one of its
     // events refused (quarantined, not in the log) or leadership changed meanwhile, it is made again
-    if (
-      ahead &&
-      (!ahead.counted() || (plan && (plan.term !== this.term || (this.o.memory?.epoch ?? 0) !== plan.epoch)))
-    )
+    if (ahead && (!ahead.whole || (plan && (plan.term !== this.term || (this.o.memory?.epoch ?? 0) !== plan.epoch))))
       plan = await this.plan(this.lastCut);
     if (!plan) return false;
     return this.write(plan);
@@ -543,15 +541,7 @@ export class Sequencer {
       if (k !== chunks.length - 1 || this.stopping) return;
       const chunk = chunks[k] as StagedRef[];
       const inFlight = inFlightOf(chunk, fromMemory);
-      let written: number | undefined;
-      const ahead: Ahead = {
-        plan: this.plan(lastCut, inFlight),
-        inFlight,
-        counted: () => written === chunk.length,
-        wrote: (result) => {
-          written = result.inserted.length + result.duplicates.length;
-        },
-      };
+      const ahead: Ahead = { plan: this.plan(lastCut, inFlight), inFlight };
       ahead.plan.catch(() => undefined); // awaited by the next round, or dropped with a failed one
       this.ahead = ahead;
     };
@@ -567,7 +557,8 @@ export class Sequencer {
         // the next chunk is written while this one's bookkeeping runs (~10 ms per 5,000 events,
         // PostgreSQL idle meanwhile): the log's lock is free, this chunk is committed
         writing = k + 1 < chunks.length && !this.stopping ? write(k + 1) : undefined;
-        if (k === chunks.length - 1) this.ahead?.wrote(result);
+        if (k === chunks.length - 1 && this.ahead)
+          this.ahead.whole = result.inserted.length + result.duplicates.length === chunk.length;
         this.o.metrics.batchSize.observe(result.inserted.length);
         this.o.metrics.duplicates.inc(result.duplicates.length);
         const porTipo = new Map<string, number>();
@@ -960,12 +951,7 @@ export class Sequencer {
     const memory = this.o.memory;
     if (!memory || memory.size === 0) return { refs, now, fromMemory: new Map() };
     const high = new Map(snapshot.map((s) => [`${s.topic}\u0000${s.partition}`, s.high]));
-    const below = memory.below(high, cut);
-    const { fromMemory, twice } = mergeHeld(
-      refs,
-      inFlight ? below.filter((m) => !inFlight.ids.has(m.ref.event_id)) : below,
-      this.o.roundLimit,
-    );
+    const { fromMemory, twice } = mergeHeld(refs, memory.below(high, cut, inFlight?.ids), this.o.roundLimit);
     if (twice.length > 0) {
       this.o.metrics.duplicates.inc(twice.length);
       await this.queueCommit(memory.settle(epoch, twice));
