@@ -42,7 +42,7 @@ import { dlqDepths, publishDlqDepths } from './dlq-depth';
 import { recordRetentionGap } from './retention-gap-writer';
 import { colonyGroupLags, publishGroupLags } from './group-lag';
 import { stageEvents } from './event-log-writer';
-import { heldLines, type HeldLine, type StagedRow } from './log-lines';
+import { linesOf, type HeldLine, type StagedRow } from './log-lines';
 import { DecodeThread } from './decode-thread';
 import { decodeRecord } from './record-decoding';
 import { refusable, writeIsolatingRefused } from './refused-rows';
@@ -847,11 +847,14 @@ export class Bridge {
       // committed after the sequencer writes it to the log
       const sizes = good.map((g) => (g.message.value?.length ?? 0) + HELD_ROW_OVERHEAD);
       const bytes = sizes.reduce((n, b) => n + b, 0);
-      // (a chunk with nothing to stage takes the table's path: it commits at once, nothing held back)
-      if (good.length > 0 && this.memory.accepting(epoch) && this.memory.hasRoom(good.length, bytes)) {
+      // (a chunk with nothing to stage takes the table's path: it commits at once, nothing held back;
+      // so does one with a value the log's binary COPY cannot carry: the table takes it as text)
+      const lines =
+        good.length > 0 && this.memory.accepting(epoch) && this.memory.hasRoom(good.length, bytes)
+          ? linesOf(good)
+          : undefined;
+      if (lines) {
         const chunkFrontier = stagedFrontier(good, []);
-        // formatted by the decode thread, or here (decoded inline, or a schema id the thread was not taught)
-        const lines = good.every((g) => g.held) ? good.map((g) => g.held) : heldLines(good.map((g) => g.row));
         const held = this.memory.add(
           epoch,
           topic,

@@ -192,8 +192,8 @@ describe('the decode thread decodes as the bridge’s own thread does', () => {
             const receipt = t.publishedMs !== own.publishedMs;
             got.push({
               row: { ...t.row, publicado_em: receipt ? 'receipt' : t.row.publicado_em },
-              line: t.held.line.toString('hex'),
-              id: t.held.event_id,
+              line: t.held?.line.toString('hex'),
+              id: t.held?.event_id,
               inWindow: !receipt || (t.publishedMs >= before && t.publishedMs <= after),
             });
             want.push({

@@ -26,7 +26,8 @@ import path from 'node:path';
 import type { KafkaMessage } from 'kafkajs';
 import type { SchemaRegistry } from '../sdk';
 import { EventDecoder, FeromoniosError, SchemaCatalog, schemaUrn, type OpcoesRedacao } from '../sdk/wire';
-import { STAGING_COLUMNS, heldLinesOf, logText, type HeldLine, type StagedRow } from './log-lines';
+import { CopyValueError } from './copy-binary';
+import { STAGING_COLUMNS, heldLinesOf, logTuples, type HeldLine, type StagedRow } from './log-lines';
 import { DECODED_HEADERS, decodeRecord, type PoisonReason, type RecordIn } from './record-decoding';
 
 /** What the thread is started with. */
@@ -46,7 +47,7 @@ export const DEFAULT_ANSWER_WITHIN_MS = 30_000;
 
 /** One record as the thread decoded it. */
 export type ThreadDecoded =
-  | { kind: 'ok'; row: StagedRow; publishedMs: number; held: HeldLine }
+  | { kind: 'ok'; row: StagedRow; publishedMs: number; held?: HeldLine }
   | ({ kind: 'poison' } & PoisonReason)
   /** Its schema id was not taught to the thread: the bridge decodes it itself. */
   | { kind: 'unresolved' }
@@ -196,7 +197,7 @@ type Reply = {
   status: Uint8Array;
   texts: string[];
   rows: { [K in CrossingColumn]: Array<StagedRow[K]> } & { publishedMs: number[] };
-  /** The ok rows' log lines, in their order; `lineEnds[j]` ends the j-th. */
+  /** The ok rows' log lines (binary `COPY` tuples), in their order; `lineEnds[j]` ends the j-th. Both empty when a value could not be formatted (`CopyValueError`). */
   lines: Uint8Array;
   lineEnds: Int32Array;
 };
@@ -465,8 +466,16 @@ export function serveDecoding(): void {
         }
       }
     }
-    const ends: number[] = [];
-    const text = logText(rows, ends);
+    let ends: number[] = [];
+    let tuples: Buffer = Buffer.allocUnsafeSlow(0);
+    try {
+      tuples = logTuples(rows, ends);
+    } catch (err) {
+      // a value the binary format cannot carry (none the wire checks let through): no lines, so
+      // the bridge formats them itself and, failing too, stages the chunk in the table as text
+      if (!(err instanceof CopyValueError)) throw err;
+      ends = [];
+    }
     const columns = { publishedMs } as Record<CrossingColumn | 'publishedMs', unknown[]>;
     for (const c of ROW_COLUMNS) columns[c] = rows.map((r) => r[c]);
     return {
@@ -475,7 +484,7 @@ export function serveDecoding(): void {
       status,
       texts,
       rows: columns as Reply['rows'],
-      lines: new Uint8Array(text.buffer, text.byteOffset, text.byteLength),
+      lines: new Uint8Array(tuples.buffer, tuples.byteOffset, tuples.byteLength),
       lineEnds: Int32Array.from(ends),
     };
   }
@@ -510,11 +519,15 @@ function unpackReply(
       ordem_firme: c.ordem_firme[j] as number | null,
     });
   }
-  const held = heldLinesOf(
-    okRows,
-    Buffer.from(reply.lines.buffer, reply.lines.byteOffset, reply.lines.byteLength),
-    reply.lineEnds,
-  );
+  // no lines when the thread could not format them (`CopyValueError`): the bridge then does
+  const held =
+    reply.lineEnds.length !== okRows.length
+      ? []
+      : heldLinesOf(
+          okRows,
+          Buffer.from(reply.lines.buffer, reply.lines.byteOffset, reply.lines.byteLength),
+          reply.lineEnds,
+        );
   const out = new Array<ThreadDecoded>(reply.status.length);
   let t = 0;
   let j = 0;
@@ -523,7 +536,7 @@ function unpackReply(
     if (s === OK) {
       const row = okRows[j] as StagedRow;
       row.kafka_offset = (messages[i] as KafkaMessage).offset;
-      out[i] = { kind: 'ok', row, publishedMs: c.publishedMs[j] as number, held: held[j] as HeldLine };
+      out[i] = { kind: 'ok', row, publishedMs: c.publishedMs[j] as number, held: held[j] };
       j++;
     } else if (s === POISON)
       out[i] = { kind: 'poison', reason: reply.texts[t++] as string, detail: reply.texts[t++] as string };

@@ -157,4 +157,24 @@ describe('the log writer with staged and held events interleaved', () => {
       (await db.pool.query('SELECT 1 FROM core.event_staging WHERE event_id = $1', [staged.event_id])).rowCount,
     ).toBe(1);
   });
+
+  it('a chunk with a value binary COPY cannot carry is staged by the INSERT, PostgreSQL reading the value as text', async () => {
+    // 24:00 is midnight of the next day to PostgreSQL; the wire checks refuse it, so the encoder
+    // does not carry it (CopyValueError) and the chunk takes the INSERT, which PostgreSQL reads
+    const plain = row();
+    const odd = { ...row(), timestamp: '2026-12-06T24:00:00Z' };
+    expect(await stageEvents(db.pool, [plain, odd])).toEqual({
+      staged: expect.arrayContaining([plain.event_id, odd.event_id]) as unknown,
+      duplicates: [],
+    });
+    const { rows } = await db.pool.query<{ event_id: string; t: string }>(
+      `SELECT event_id::text, to_char("timestamp" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS') AS t
+         FROM core.event_staging WHERE event_id = ANY($1::uuid[]) ORDER BY kafka_offset`,
+      [[plain.event_id, odd.event_id]],
+    );
+    expect(rows).toEqual([
+      { event_id: plain.event_id, t: '2026-12-06T12:00:00' },
+      { event_id: odd.event_id, t: '2026-12-07T00:00:00' },
+    ]);
+  });
 });

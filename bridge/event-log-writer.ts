@@ -1,18 +1,26 @@
 import type pg from 'pg';
 import { withTransaction } from '../sdk/service';
-import { copyRows, type CopyValue } from './copy-text';
+import { binaryTuples, copyBinary, CopyValueError, type CopyValue } from './copy-binary';
 import { refusalOf, sqlstateOf } from './refused-rows';
-import { LOG_COLUMNS, STAGING_COLUMNS, logValues, type HeldLine, type StagedRow } from './log-lines';
+import {
+  LOG_COLUMNS,
+  STAGING_COLUMN_TYPES,
+  STAGING_COLUMNS,
+  logValues,
+  type HeldLine,
+  type StagedRow,
+} from './log-lines';
 
 /** NOTIFY channel a staging commit signals on: the sequencer (any instance) wakes up. */
 export const STAGING_CHANNEL = 'feromonios_event_staging';
 
 /**
- * Stages a chunk of one partition in one transaction. The fast path is one `COPY` (text
- * format, bridge/copy-text.ts); when it fails for a row's content or because an event is staged
- * already (a redelivery: unique violation) the chunk is staged again by an `INSERT` that leaves
- * out events already staged (returned as duplicates) — and if PostgreSQL refuses that too, the
- * caller isolates the refused row. Events already in the log may be staged again: the sequencer
+ * Stages a chunk of one partition in one transaction. The fast path is one `COPY` (binary
+ * format, bridge/copy-binary.ts); when it fails for a row's content or because an event is staged
+ * already (a redelivery: unique violation), or a value cannot be carried in binary
+ * (`CopyValueError`: none the wire checks let through), the chunk is staged again by an `INSERT`
+ * that leaves out events already staged (returned as duplicates) — and if PostgreSQL refuses
+ * that too, the caller isolates the refused row. Events already in the log may be staged again: the sequencer
  * drops them without a sequence number. Commit signals `STAGING_CHANNEL`. The caller commits
  * the Kafka offsets afterwards: a committed offset means "staged up to here", which is what the
  * sequencer waits for.
@@ -22,11 +30,11 @@ export async function stageEvents(
   rows: StagedRow[],
 ): Promise<{ staged: string[]; duplicates: string[] }> {
   if (rows.length === 0) return { staged: [], duplicates: [] };
-  const distinct = new Set(rows.map((r) => r.event_id)).size === rows.length;
-  if (distinct) {
+  const tuples = new Set(rows.map((r) => r.event_id)).size === rows.length ? stagingTuples(rows) : undefined;
+  if (tuples) {
     try {
       await withTransaction(pool, async (client) => {
-        await copyRows(client, 'core.event_staging', STAGING_COLUMNS, rows.map(stagingValues));
+        await copyBinary(client, 'core.event_staging', STAGING_COLUMNS, tuples);
         await client.query(`SELECT pg_notify('${STAGING_CHANNEL}', '')`);
       });
       return { staged: rows.map((r) => r.event_id), duplicates: [] };
@@ -35,6 +43,16 @@ export async function stageEvents(
     }
   }
   return insertStaging(pool, rows);
+}
+
+/** Rows as binary `COPY` tuples of `STAGING_COLUMNS`; `undefined` for a value binary cannot carry (the `INSERT` takes it as text). */
+function stagingTuples(rows: StagedRow[]): Buffer | undefined {
+  try {
+    return binaryTuples(rows.map(stagingValues), STAGING_COLUMNS, STAGING_COLUMN_TYPES);
+  } catch (err) {
+    if (err instanceof CopyValueError) return undefined;
+    throw err;
+  }
 }
 
 /** A staged row's values in `STAGING_COLUMNS` order: the log's, then where and when it was published. */
@@ -107,14 +125,14 @@ export const EVENT_LOG_LOCK_KEY = 0x6665726f6c6f67n; // 'ferolog'
  */
 export type LogRun = { from: 'staging'; ids: string[] } | { from: 'memory'; rows: HeldLine[] };
 
-/** A run of held events made ready before the lock: the ones not in the log yet as `COPY` text. */
+/** A run of held events made ready before the lock: the ones not in the log yet as binary `COPY` tuples. */
 interface PreparedCopy {
   rows: HeldLine[];
   duplicates: string[];
-  text: Buffer;
+  tuples: Buffer;
 }
 
-/** A chunk made ready to write (`prepareLogChunk`): its runs, the held ones probed and their lines joined. */
+/** A chunk made ready to write (`prepareLogChunk`): its runs, the held ones probed and their tuples joined. */
 export interface PreparedChunk {
   runs: Array<{ from: 'staging'; ids: string[] } | ({ from: 'memory' } & PreparedCopy)>;
 }
@@ -129,23 +147,23 @@ async function loggedAmong(db: pg.Pool | pg.PoolClient, rows: HeldLine[]): Promi
   return new Set(found.map((f) => f.event_id));
 }
 
-/** A run of held events as `COPY` text (their lines joined), those in `logged` left out (returned as duplicates). */
+/** A run of held events as binary `COPY` tuples (their lines joined), those in `logged` left out (returned as duplicates). */
 function joinHeld(rows: HeldLine[], logged: ReadonlySet<string>): PreparedCopy {
   const fresh = logged.size === 0 ? rows : rows.filter((r) => !logged.has(r.event_id));
   return {
     rows: fresh,
     duplicates: logged.size === 0 ? [] : rows.filter((r) => logged.has(r.event_id)).map((r) => r.event_id),
-    text: Buffer.concat(fresh.map((r) => r.line)),
+    tuples: Buffer.concat(fresh.map((r) => r.line)),
   };
 }
 
-/** A run of a chunk ready to write: staged ids, or held events probed and their lines joined. */
+/** A run of a chunk ready to write: staged ids, or held events probed and their tuples joined. */
 type PreparedRun = PreparedChunk['runs'][number];
 
 /**
  * Makes a chunk ready to write: its held events probed against `core.event_ids` (which are in
  * the log already) by one query, however many runs they make (a chunk interleaving the sources
- * event by event has thousands), and the others' lines joined into `COPY` text. The sequencer does
+ * event by event has thousands), and the others' tuples joined for a binary `COPY`. The sequencer does
  * this before the log's lock, while the chunk before commits, so the lock is held for the write
  * alone.
  */
@@ -157,10 +175,10 @@ export async function prepareLogChunk(db: pg.Pool | pg.PoolClient, runs: LogRun[
 async function readyRuns(db: pg.Pool | pg.PoolClient, runs: Array<LogRun | PreparedRun>): Promise<PreparedRun[]> {
   const logged = await loggedAmong(
     db,
-    runs.flatMap((r) => (r.from === 'memory' && !('text' in r) ? r.rows : [])),
+    runs.flatMap((r) => (r.from === 'memory' && !('tuples' in r) ? r.rows : [])),
   );
   return runs.map((r) =>
-    r.from === 'staging' || 'text' in r ? r : { from: 'memory' as const, ...joinHeld(r.rows, logged) },
+    r.from === 'staging' || 'tuples' in r ? r : { from: 'memory' as const, ...joinHeld(r.rows, logged) },
   );
 }
 
@@ -238,7 +256,7 @@ async function moveRuns(client: pg.PoolClient, runs: PreparedRun[]): Promise<Wri
     }
     duplicates.push(...run.duplicates);
     if (run.rows.length === 0) continue;
-    await copyRows(client, 'core.event_log', LOG_COLUMNS, run.text);
+    await copyBinary(client, 'core.event_log', LOG_COLUMNS, run.tuples);
     for (const r of run.rows) inserted.push({ event_id: r.event_id, tipo: r.tipo });
     const { rows } = await client.query<{ s: string }>(
       "SELECT currval('core.event_log_sequence_number_seq')::text AS s",
@@ -271,13 +289,13 @@ async function moveInterleaved(client: pg.PoolClient, runs: PreparedRun[]): Prom
     }
     for (const id of run.duplicates) duplicates.push(id);
     for (const r of run.rows) order.push(r.event_id);
-    held.push(run.text);
+    held.push(run.tuples);
   }
   await client.query(
     `CREATE TEMP TABLE IF NOT EXISTS feromonios_held ON COMMIT DELETE ROWS AS
        SELECT ${LOG_LIST} FROM core.event_log WITH NO DATA`,
   );
-  await copyRows(client, 'pg_temp.feromonios_held', LOG_COLUMNS, Buffer.concat(held));
+  await copyBinary(client, 'pg_temp.feromonios_held', LOG_COLUMNS, Buffer.concat(held));
   const res = await client.query<MovedRow>(moveStatement(true), [order]);
   return written(res.rows, duplicates);
 }

@@ -1,6 +1,14 @@
 import fc from 'fast-check';
-import { copyLines } from './copy-text';
-import { heldLines, LOG_COLUMNS, publishMsOf, type StagedRow } from './log-lines';
+import { binaryTuples, CopyValueError } from './copy-binary';
+import {
+  heldLines,
+  linesOf,
+  LOG_COLUMN_TYPES,
+  LOG_COLUMNS,
+  publishMsOf,
+  type HeldLine,
+  type StagedRow,
+} from './log-lines';
 
 describe('publishMsOf (the record timestamp the sequencer orders by)', () => {
   const received = Date.parse('2026-12-01T12:00:00Z');
@@ -33,14 +41,16 @@ describe('publishMsOf (the record timestamp the sequencer orders by)', () => {
   });
 });
 
-describe('heldLines (held events as their log COPY lines, ADR 0029)', () => {
+describe('heldLines (held events as their log binary COPY tuples, ADR 0029)', () => {
   const text = fc.oneof(fc.string({ unit: 'binary', maxLength: 30 }), fc.constantFrom('\t', '\n', '\\N', 'ã\ud800'));
   const uuidOrNull = fc.option(fc.uuid(), { nil: null });
   const row: fc.Arbitrary<StagedRow> = fc.record({
     event_id: fc.uuid(),
     tipo: text,
     versao_schema: text,
-    timestamp: text,
+    timestamp: fc
+      .date({ min: new Date('0001-01-02T00:00:00Z'), max: new Date('9999-12-30T00:00:00Z'), noInvalidDate: true })
+      .chain((d) => fc.constantFrom(d.toISOString(), `${d.toISOString().slice(0, 19)}-03:00`)),
     origem: text,
     correlacao_id: fc.uuid(),
     causation_id: uuidOrNull,
@@ -55,7 +65,7 @@ describe('heldLines (held events as their log COPY lines, ADR 0029)', () => {
     ordem_firme: fc.option(fc.nat(), { nil: null }),
   });
 
-  it("property: each line is the row's values of the log's columns (LOG_COLUMNS, by name) as COPY text, with its id and type; the lines joined are the chunk's text", () => {
+  it("property: each line is the row's values of the log's columns (LOG_COLUMNS, by name) as a binary COPY tuple, with its id and type; the lines joined are the chunk's tuples", () => {
     fc.assert(
       fc.property(fc.array(row, { maxLength: 12 }), (rows) => {
         const lines = heldLines(rows);
@@ -63,10 +73,31 @@ describe('heldLines (held events as their log COPY lines, ADR 0029)', () => {
         // each value taken by the name of the column the log's COPY fills: a line out of order with
         // LOG_COLUMNS would put a value in another column
         const logValues = (r: StagedRow) => LOG_COLUMNS.map((c) => r[c]);
-        rows.forEach((r, i) => expect(lines[i]?.line.equals(copyLines([logValues(r)]))).toBe(true));
-        expect(Buffer.concat(lines.map((l) => l.line)).equals(copyLines(rows.map(logValues)))).toBe(true);
+        const tuples = (rs: StagedRow[]) => binaryTuples(rs.map(logValues), LOG_COLUMNS, LOG_COLUMN_TYPES);
+        rows.forEach((r, i) => expect(lines[i]?.line.equals(tuples([r]))).toBe(true));
+        expect(Buffer.concat(lines.map((l) => l.line)).equals(tuples(rows))).toBe(true);
       }),
       { numRuns: 300 },
     );
+  });
+
+  it('throws CopyValueError naming the column for a value the binary format cannot carry (the bridge then stages the chunk as text)', () => {
+    const good = fc.sample(row, { numRuns: 1, seed: 7 })[0] as StagedRow;
+    expect(() => heldLines([good])).not.toThrow();
+    expect(() => heldLines([good, { ...good, timestamp: 'yesterday' }])).toThrow(CopyValueError);
+    expect(() => heldLines([{ ...good, event_id: 'not-a-uuid' }])).toThrow(/column event_id: not a UUID/);
+  });
+
+  it("linesOf: the decode thread's lines when every event has one, else formatted here, else none (the chunk goes to the table as text)", () => {
+    const [a, b] = fc.sample(row, { numRuns: 2, seed: 11 }) as [StagedRow, StagedRow];
+    const [la, lb] = heldLines([a, b]) as [HeldLine, HeldLine];
+    const fromThread = linesOf([
+      { row: a, held: la },
+      { row: b, held: lb },
+    ]);
+    expect(fromThread?.[0]).toBe(la); // the thread's own, not formatted again
+    const formatted = linesOf([{ row: a, held: la }, { row: b }]);
+    expect(formatted?.map((l) => l.line.toString('hex'))).toEqual([la.line.toString('hex'), lb.line.toString('hex')]);
+    expect(linesOf([{ row: a }, { row: { ...b, timestamp: '2026-02-30T10:00:00Z' } }])).toBeUndefined();
   });
 });

@@ -6,7 +6,7 @@
  */
 
 import type { EventoConsultado } from '../sdk';
-import { copyLines, type CopyValue } from './copy-text';
+import { binaryTuples, CopyValueError, type BinaryType, type CopyValue } from './copy-binary';
 
 /** One event ready for `core.event_log` (payload already redacted): the contract's columns. */
 export type LogRow = Pick<
@@ -78,7 +78,29 @@ export const STAGING_COLUMNS = [
 /** The log's columns a `COPY` of held events fills (the sequence number is the table's default). */
 export const LOG_COLUMNS = STAGING_COLUMNS.slice(0, 12);
 
-/** A row's values for the log's columns (`LOG_COLUMNS`, the first twelve of staging's), as COPY text takes them. */
+/** The PostgreSQL type of each of `LOG_COLUMNS`, as the binary `COPY` of held events writes it. */
+export const LOG_COLUMN_TYPES: readonly BinaryType[] = [
+  'uuid', // event_id
+  'text', // tipo
+  'text', // versao_schema
+  'timestamptz', // timestamp
+  'text', // origem
+  'uuid', // correlacao_id
+  'uuid', // causation_id
+  'uuid', // tenant_id
+  'jsonb', // payload
+  'text', // kafka_topic
+  'int4', // kafka_partition
+  'int8', // kafka_offset
+];
+
+/**
+ * The PostgreSQL type of each of `STAGING_COLUMNS`, as the binary `COPY` of a staged chunk writes
+ * it: the log's, then the publish time, the producer session and its counter and settled mark.
+ */
+export const STAGING_COLUMN_TYPES: readonly BinaryType[] = [...LOG_COLUMN_TYPES, 'timestamptz', 'uuid', 'int8', 'int8'];
+
+/** A row's values for the log's columns (`LOG_COLUMNS`, the first twelve of staging's), as COPY takes them. */
 export const logValues = (r: StagedRow): CopyValue[] => [
   r.event_id,
   r.tipo,
@@ -96,44 +118,68 @@ export const logValues = (r: StagedRow): CopyValue[] => [
 
 /**
  * A held event as the sequencer writes it: its id, its type (for the metrics) and its
- * `core.event_log` `COPY` line, formatted when it was held (ADR 0029). A held backlog is then one
- * small object and a view of off-heap bytes per event, not the row's object tree (its payload's
- * included), which the garbage collector copied out of the young generation event by event.
+ * `core.event_log` row as a binary `COPY` tuple (bridge/copy-binary.ts), formatted when it was
+ * held (ADR 0029). A held backlog is then one small object and a view of off-heap bytes per
+ * event, not the row's object tree (its payload's included), which the garbage collector copied
+ * out of the young generation event by event.
  */
 export interface HeldLine {
   readonly event_id: string;
   readonly tipo: string;
+  /** The row's binary `COPY` tuple for `LOG_COLUMNS` (no header or trailer). */
   readonly line: Buffer;
 }
 
-/** Rows as held lines: their log columns as `COPY` text, one buffer for all, a view of it per row. */
+/**
+ * Rows as held lines: their log columns as binary `COPY` tuples, one buffer for all, a view of it
+ * per row. Throws `CopyValueError` for a value the binary format cannot carry (none the wire
+ * checks let through: the caller stages such a chunk in the table, as text).
+ */
 export function heldLines(rows: readonly StagedRow[]): HeldLine[] {
   const ends: number[] = [];
-  return heldLinesOf(rows, logText(rows, ends), ends);
+  return heldLinesOf(rows, logTuples(rows, ends), ends);
 }
 
 /**
- * The log's `COPY` lines of `rows` in one buffer of its own (not Node's shared pool, so it can be
- * transferred between threads), the end of each row's line pushed on `ends`.
+ * The held lines of a chunk's decoded events: the ones formatted already (by the decode thread)
+ * when every event has one, else formatted here (decoded inline, a schema id the thread was not
+ * taught, a chunk the thread could not format); `undefined` when a value cannot be carried by
+ * the log's binary `COPY` (`CopyValueError`: none the wire checks let through), so the bridge
+ * stages the chunk in the table, as text, and PostgreSQL reads the value itself.
  */
-export function logText(rows: readonly StagedRow[], ends: number[]): Buffer {
-  const text = copyLines(rows.map(logValues), ends);
-  // a copy of its own: `copyLines`' buffer is sized for the worst case (3 bytes per character)
-  const own = Buffer.allocUnsafeSlow(text.length);
-  text.copy(own);
+export function linesOf(good: ReadonlyArray<{ row: StagedRow; held?: HeldLine }>): HeldLine[] | undefined {
+  if (good.every((g) => g.held)) return good.map((g) => g.held as HeldLine);
+  try {
+    return heldLines(good.map((g) => g.row));
+  } catch (err) {
+    if (err instanceof CopyValueError) return undefined;
+    throw err;
+  }
+}
+
+/**
+ * The log's binary `COPY` tuples of `rows` in one buffer of its own (not Node's shared pool, so
+ * it can be transferred between threads), the end of each row's tuple pushed on `ends`. Throws
+ * `CopyValueError` as `heldLines` does.
+ */
+export function logTuples(rows: readonly StagedRow[], ends: number[]): Buffer {
+  const tuples = binaryTuples(rows.map(logValues), LOG_COLUMNS, LOG_COLUMN_TYPES, ends);
+  // a copy of its own: `binaryTuples`' buffer is sized for the worst case (3 bytes per character)
+  const own = Buffer.allocUnsafeSlow(tuples.length);
+  tuples.copy(own);
   return own;
 }
 
-/** Held lines of `rows` from their `logText` and its `ends`: a view of `text` per row. */
+/** Held lines of `rows` from their `logTuples` and its `ends`: a view of `tuples` per row. */
 export function heldLinesOf(
   rows: ReadonlyArray<Pick<StagedRow, 'event_id' | 'tipo'>>,
-  text: Buffer,
+  tuples: Buffer,
   ends: ArrayLike<number>,
 ): HeldLine[] {
   let start = 0;
   return rows.map((r, i) => {
     const end = ends[i] as number;
-    const held = { event_id: r.event_id, tipo: r.tipo, line: text.subarray(start, end) };
+    const held = { event_id: r.event_id, tipo: r.tipo, line: tuples.subarray(start, end) };
     start = end;
     return held;
   });

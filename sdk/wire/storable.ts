@@ -49,7 +49,7 @@ export function operatorIdProblem(v: unknown): string | undefined {
 
 // ISO-8601 / RFC 3339 date-time with a zone, as `Date#toISOString` writes it; seconds optional,
 // offset with or without its colon.
-const TIMESTAMP_RE = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?(?:Z|([+-])(\d{2}):?(\d{2}))$/;
+const TIMESTAMP_RE = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(\.\d{1,9})?)?(?:Z|([+-])(\d{2}):?(\d{2}))$/;
 const EARLIEST = Date.parse('0001-01-01T00:00:00Z');
 const LATEST = Date.parse('9999-12-31T23:59:59.999Z');
 
@@ -71,26 +71,37 @@ const daysIn = (year: number, month: number): number =>
 export function timestampProblem(v: unknown): string | undefined {
   if (typeof v !== 'string') return `must be an ISO-8601 date-time string, got ${typeOf(v)}`;
   if (isStorableUtcMillis(v)) return undefined;
+  const t = readTimestamp(v);
+  return 'problem' in t ? t.problem : undefined;
+}
+
+/**
+ * A date-time string read as `timestampProblem` reads it: its instant in whole seconds (as
+ * milliseconds since the Unix epoch) and its fraction of a second as written (`''`, or `.` and 1-9
+ * digits), or the problem `timestampProblem` words. For the binary `COPY` of the bridge
+ * (bridge/copy-binary.ts), which must store the instant PostgreSQL's text input reads.
+ */
+export function readTimestamp(v: string): { seconds: number; fraction: string } | { problem: string } {
   const m = TIMESTAMP_RE.exec(v);
-  if (!m) return 'must be an ISO-8601 date-time with a time zone (e.g. 2026-03-01T10:00:00Z)';
+  if (!m) return { problem: 'must be an ISO-8601 date-time with a time zone (e.g. 2026-03-01T10:00:00Z)' };
   const year = Number(m[1]);
   const month = Number(m[2]);
   const day = Number(m[3]);
   const hour = Number(m[4]);
   const minute = Number(m[5]);
   const second = Number(m[6] ?? 0);
-  const offH = Number(m[8] ?? 0);
-  const offM = Number(m[9] ?? 0);
-  if (year < 1) return 'must have a year from 0001 to 9999';
-  if (month < 1 || month > 12) return 'must have a month from 01 to 12';
-  if (day < 1 || day > daysIn(year, month)) return 'must be a real calendar date';
-  if (hour > 23 || minute > 59 || second > 59) return 'must have a time of day from 00:00:00 to 23:59:59';
-  if (offH > 15 || offM > 59) return 'must have a time-zone offset within ±15:59';
+  const offH = Number(m[9] ?? 0);
+  const offM = Number(m[10] ?? 0);
+  if (year < 1) return { problem: 'must have a year from 0001 to 9999' };
+  if (month < 1 || month > 12) return { problem: 'must have a month from 01 to 12' };
+  if (day < 1 || day > daysIn(year, month)) return { problem: 'must be a real calendar date' };
+  if (hour > 23 || minute > 59 || second > 59) return { problem: 'must have a time of day from 00:00:00 to 23:59:59' };
+  if (offH > 15 || offM > 59) return { problem: 'must have a time-zone offset within ±15:59' };
   const local = new Date(Date.UTC(2000, month - 1, day, hour, minute, second));
   local.setUTCFullYear(year); // Date.UTC maps years 0-99 to 1900-1999
-  const t = local.getTime() - (m[7] === '-' ? -1 : 1) * (offH * 60 + offM) * 60_000;
-  if (t < EARLIEST || t > LATEST) return 'must be an instant between the years 0001 and 9999 (UTC)';
-  return undefined;
+  const t = local.getTime() - (m[8] === '-' ? -1 : 1) * (offH * 60 + offM) * 60_000;
+  if (t < EARLIEST || t > LATEST) return { problem: 'must be an instant between the years 0001 and 9999 (UTC)' };
+  return { seconds: t, fraction: m[7] ?? '' };
 }
 
 /**
@@ -101,7 +112,7 @@ export function timestampProblem(v: unknown): string | undefined {
  * the problem; the two agree on every string (a property test). ~10× cheaper than the regular
  * expression and the `Date` it needs, checked for every decoded record.
  */
-function isStorableUtcMillis(v: string): boolean {
+export function isStorableUtcMillis(v: string): boolean {
   if (v.length !== 24 || v.charCodeAt(23) !== 90) return false; // …Z
   let year = 0;
   let month = 0;
