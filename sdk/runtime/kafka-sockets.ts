@@ -6,6 +6,7 @@ import { patchKafkajsResponseCopy } from './kafkajs-connection';
 import { patchKafkajsRecordDecoder } from './kafkajs-decoder';
 import { patchKafkajsEncoder } from './kafkajs-encoder';
 import { patchKafkajsFetchAhead } from './kafkajs-fetch-ahead';
+import { patchKafkajsStoppedFetchers } from './kafkajs-stopped-fetchers';
 
 /**
  * How every Feromônios Kafka client connects (the SDK, the bridge, the CLI): the TLS/SASL of
@@ -18,13 +19,16 @@ import { patchKafkajsFetchAhead } from './kafkajs-fetch-ahead';
  * only before the process's first kafkajs fetch), and stops kafkajs from copying each whole
  * response these sockets deliver a second time (`patchKafkajsResponseCopy`, ADR 0025), and makes
  * its consumers fetch the next batches while the current ones are handled, handing the workers the
- * same records (`patchKafkajsFetchAhead`, ADR 0028).
+ * same records (`patchKafkajsFetchAhead`, ADR 0028), and end the fetchers kafkajs starts after a
+ * consumer stopped instead of looping on them without yielding (`patchKafkajsStoppedFetchers`,
+ * ADR 0030).
  */
 export function kafkaConnection(s: SegurancaKafka | undefined): Pick<KafkaConfig, 'ssl' | 'sasl' | 'socketFactory'> {
   patchKafkajsEncoder();
   patchKafkajsRecordDecoder();
   patchKafkajsResponseCopy();
   patchKafkajsFetchAhead();
+  patchKafkajsStoppedFetchers();
   return { ...kafkaSecurity(s), socketFactory: kafkaSocketFactory() };
 }
 
