@@ -26,9 +26,11 @@ describe.each([
 
   const two = (n: number) => String(n).padStart(2, '0');
 
-  // halves at the microsecond (after the double's product: .0050005 is 5000.5 µs, rounded to even
-  // 5000, which the column's centiseconds then round away from zero before 2000 and 5001 would
-  // not), and fractions that carry into the next second
+  // Halves of a microsecond, and fractions that carry into the next second. `.0050005` reads as
+  // exactly 5000.5 µs: rounded to even that is 5000, rounded up 5001. The column's centiseconds
+  // hide the difference after 2000 (both stored as .01), but before 2000 PostgreSQL rounds the
+  // negative microseconds by their magnitude: 5000 is stored as .00 and 5001 as .01 — so a date
+  // before 2000 with this fraction tells the two roundings apart.
   const EDGE_FRACTIONS = [
     '.0000005',
     '.0000025',
