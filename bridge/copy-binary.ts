@@ -40,6 +40,19 @@ export class CopyValueError extends FeromoniosError {
   }
 }
 
+/**
+ * `encode()`'s result, or `undefined` when it threw `CopyValueError` (a value binary cannot carry:
+ * the caller hands the values to PostgreSQL as text instead). Any other error escapes.
+ */
+export function carried<T>(encode: () => T): T | undefined {
+  try {
+    return encode();
+  } catch (err) {
+    if (err instanceof CopyValueError) return undefined;
+    throw err;
+  }
+}
+
 /** The binary `COPY` header: signature, flags (no OIDs), no extension area. */
 export const COPY_BINARY_HEADER = Buffer.from([
   0x50, 0x47, 0x43, 0x4f, 0x50, 0x59, 0x0a, 0xff, 0x0d, 0x0a, 0x00, 0, 0, 0, 0, 0, 0, 0, 0,

@@ -26,7 +26,7 @@ import path from 'node:path';
 import type { KafkaMessage } from 'kafkajs';
 import type { SchemaRegistry } from '../sdk';
 import { EventDecoder, FeromoniosError, SchemaCatalog, schemaUrn, type OpcoesRedacao } from '../sdk/wire';
-import { CopyValueError } from './copy-binary';
+import { carried } from './copy-binary';
 import { STAGING_COLUMNS, heldLinesOf, logTuples, type HeldLine, type StagedRow } from './log-lines';
 import { DECODED_HEADERS, decodeRecord, type PoisonReason, type RecordIn } from './record-decoding';
 
@@ -466,16 +466,11 @@ export function serveDecoding(): void {
         }
       }
     }
-    let ends: number[] = [];
-    let tuples: Buffer = Buffer.allocUnsafeSlow(0);
-    try {
-      tuples = logTuples(rows, ends);
-    } catch (err) {
-      // a value the binary format cannot carry (none the wire checks let through): no lines, so
-      // the bridge formats them itself and, failing too, stages the chunk in the table as text
-      if (!(err instanceof CopyValueError)) throw err;
-      ends = [];
-    }
+    const formatted: number[] = [];
+    // a value the binary format cannot carry (none the wire checks let through): no lines, so the
+    // bridge formats them itself and, failing too, stages the chunk in the table as text
+    const tuples = carried(() => logTuples(rows, formatted));
+    const ends = tuples ? formatted : [];
     const columns = { publishedMs } as Record<CrossingColumn | 'publishedMs', unknown[]>;
     for (const c of ROW_COLUMNS) columns[c] = rows.map((r) => r[c]);
     return {
@@ -484,7 +479,7 @@ export function serveDecoding(): void {
       status,
       texts,
       rows: columns as Reply['rows'],
-      lines: new Uint8Array(tuples.buffer, tuples.byteOffset, tuples.byteLength),
+      lines: tuples ? new Uint8Array(tuples.buffer, tuples.byteOffset, tuples.byteLength) : new Uint8Array(0),
       lineEnds: Int32Array.from(ends),
     };
   }

@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { withTransaction } from '../sdk/service';
-import { binaryTuples, copyBinary, CopyValueError, type CopyValue } from './copy-binary';
+import { binaryTuples, carried, copyBinary, type CopyValue } from './copy-binary';
 import { refusalOf, sqlstateOf } from './refused-rows';
 import {
   LOG_COLUMNS,
@@ -47,12 +47,7 @@ export async function stageEvents(
 
 /** Rows as binary `COPY` tuples of `STAGING_COLUMNS`; `undefined` for a value binary cannot carry (the `INSERT` takes it as text). */
 function stagingTuples(rows: StagedRow[]): Buffer | undefined {
-  try {
-    return binaryTuples(rows.map(stagingValues), STAGING_COLUMNS, STAGING_COLUMN_TYPES);
-  } catch (err) {
-    if (err instanceof CopyValueError) return undefined;
-    throw err;
-  }
+  return carried(() => binaryTuples(rows.map(stagingValues), STAGING_COLUMNS, STAGING_COLUMN_TYPES));
 }
 
 /** A staged row's values in `STAGING_COLUMNS` order: the log's, then where and when it was published. */

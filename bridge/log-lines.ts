@@ -6,7 +6,7 @@
  */
 
 import type { EventoConsultado } from '../sdk';
-import { binaryTuples, CopyValueError, type BinaryType, type CopyValue } from './copy-binary';
+import { binaryTuples, carried, type BinaryType, type CopyValue } from './copy-binary';
 
 /** One event ready for `core.event_log` (payload already redacted): the contract's columns. */
 export type LogRow = Pick<
@@ -149,12 +149,7 @@ export function heldLines(rows: readonly StagedRow[]): HeldLine[] {
  */
 export function linesOf(good: ReadonlyArray<{ row: StagedRow; held?: HeldLine }>): HeldLine[] | undefined {
   if (good.every((g) => g.held)) return good.map((g) => g.held as HeldLine);
-  try {
-    return heldLines(good.map((g) => g.row));
-  } catch (err) {
-    if (err instanceof CopyValueError) return undefined;
-    throw err;
-  }
+  return carried(() => heldLines(good.map((g) => g.row)));
 }
 
 /**
